@@ -1,0 +1,47 @@
+"""The typer apps every command module registers on.
+
+Stdout is reserved for results (tables, or exactly one JSON object with ``--json``); progress bars
+and logs go to stderr through :data:`console`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="cachetuner",
+    help="Tune a Redis cache in front of expensive AI inference with reinforcement learning.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+bench_app = typer.Typer(help="Benchmarks that print JSON; compare side by side in one run.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+#: stderr console for progress and logs; stdout stays clean for results.
+console = Console(stderr=True)
+#: stdout console for human-readable result tables.
+out = Console()
+
+
+def _clean(obj: Any) -> Any:
+    """Make figures JSON-safe: numpy scalars to Python, NaN/inf to null."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as the single JSON object on stdout."""
+    print(json.dumps(_clean(obj), sort_keys=False), flush=True)

@@ -1,0 +1,1 @@
+"""hotness_model"""

@@ -1,0 +1,88 @@
+"""The per-interval metrics snapshot every backend emits.
+
+The simulator computes these fields exactly; the live backend reads the same fields from
+Prometheus (redis_exporter + the replayer's client-side histograms). Names follow the redis_exporter
+metric they correspond to, so that the env, the daemon and the A/B harness never need to know which
+backend produced a snapshot.
+
+| field | live source (PromQL, over the interval) |
+|---|---|
+| hits / misses | ``increase(redis_keyspace_hits_total)`` / ``increase(redis_keyspace_misses_total)`` |
+| evictions / expirations | ``increase(redis_evicted_keys_total)`` / ``increase(redis_expired_keys_total)`` |
+| used_memory / maxmemory | ``redis_memory_used_bytes`` / ``redis_memory_max_bytes`` |
+| commands | ``increase(redis_commands_processed_total)`` |
+| connected_clients | ``redis_connected_clients`` |
+| latency_p*_ms | ``histogram_quantile`` over ``cachetuner_request_latency_seconds_bucket`` (client side) |
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from cachetuner.config import RedisConfig
+
+
+@dataclass
+class MetricsSnapshot:
+    """What happened during one tuning interval, plus the state at its end."""
+
+    interval_s: float
+    requests: int = 0          # client requests (gets + sets + deletes) issued in the interval
+    gets: int = 0
+    hits: int = 0              # L1 (Redis) hits, = keyspace_hits
+    misses: int = 0            # L1 misses, = keyspace_misses
+    byte_requests: int = 0     # bytes requested by gets
+    byte_hits: int = 0         # bytes served from L1
+    sets: int = 0              # explicit sets + read-through fills
+    evictions: int = 0
+    expirations: int = 0
+    rejected_writes: int = 0   # OOM errors under noeviction
+    commands: int = 0          # commands processed by Redis (gets + sets + deletes as seen by the server)
+    used_memory: int = 0       # bytes at interval end (Redis used_memory: data + overheads + client buffers)
+    peak_used_memory: int = 0  # max used_memory within the interval
+    maxmemory: int = 0
+    keys: int = 0              # keys resident in L1 at interval end
+    connected_clients: int = 0
+    reconnects: int = 0        # client reconnects caused by idle `timeout`
+    l2_hits: int = 0           # L1 misses served by the second tier
+    l2_used_bytes: int = 0
+    latency_p50_ms: float = 0.0
+    latency_p95_ms: float = 0.0
+    latency_p99_ms: float = 0.0
+    latency_mean_ms: float = 0.0
+    miss_cost: float = 0.0     # cost of backend (inference) calls caused by misses, in cost units
+    config: RedisConfig = field(default_factory=RedisConfig)
+    stale: bool = False        # live path: metrics were missing or NaN; values are the last known
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.hits / self.gets if self.gets else 0.0
+
+    @property
+    def byte_hit_ratio(self) -> float:
+        return self.byte_hits / self.byte_requests if self.byte_requests else 0.0
+
+    @property
+    def l2_hit_ratio(self) -> float:
+        """Share of L1 misses served by L2."""
+        return self.l2_hits / self.misses if self.misses else 0.0
+
+    @property
+    def request_rate(self) -> float:
+        return self.requests / self.interval_s if self.interval_s > 0 else 0.0
+
+    @property
+    def memory_utilisation(self) -> float:
+        return self.used_memory / self.maxmemory if self.maxmemory > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["config"] = self.config.model_dump()
+        d.update(hit_ratio=self.hit_ratio, byte_hit_ratio=self.byte_hit_ratio, l2_hit_ratio=self.l2_hit_ratio)
+        return d
+
+    def is_finite(self) -> bool:
+        return all(
+            math.isfinite(v) for v in (self.latency_p50_ms, self.latency_p95_ms, self.latency_p99_ms, self.miss_cost)
+        )
