@@ -86,3 +86,39 @@ class MetricsSnapshot:
         return all(
             math.isfinite(v) for v in (self.latency_p50_ms, self.latency_p95_ms, self.latency_p99_ms, self.miss_cost)
         )
+
+
+#: Client-side latency histogram buckets (seconds, upper bounds; +Inf implied). Shared by the
+#: simulator's latency model and the replayer's prometheus_client Histogram so that simulated and
+#: live p95 are computed the same way.
+LATENCY_BUCKETS_S: tuple[float, ...] = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 20.0,
+)
+
+
+def histogram_quantile(q: float, bucket_counts: "list[float] | tuple[float, ...] | object", bounds: tuple[float, ...] = LATENCY_BUCKETS_S) -> float:
+    """Prometheus ``histogram_quantile`` semantics on non-cumulative ``bucket_counts``.
+
+    ``bucket_counts`` has ``len(bounds) + 1`` entries (last = +Inf bucket). Linear interpolation
+    inside the bucket, lower bound 0 for the first bucket; a quantile in the +Inf bucket returns the
+    highest finite bound (as Prometheus does). Returns seconds; NaN when there are no observations.
+    """
+    import numpy as np
+
+    counts = np.asarray(bucket_counts, dtype=np.float64)
+    total = counts.sum()
+    if total <= 0:
+        return float("nan")
+    cum = np.cumsum(counts)
+    rank = q * total
+    i = int(np.searchsorted(cum, rank, side="left"))
+    if i >= len(bounds):
+        return float(bounds[-1])
+    lo = 0.0 if i == 0 else bounds[i - 1]
+    hi = bounds[i]
+    prev = 0.0 if i == 0 else cum[i - 1]
+    in_bucket = counts[i]
+    if in_bucket <= 0:
+        return float(hi)
+    return float(lo + (hi - lo) * (rank - prev) / in_bucket)

@@ -11,6 +11,7 @@ from cachetuner.errors import CacheTunerError
 
 #: Command modules, each registering on ``app`` / ``bench_app`` at import.
 COMMAND_MODULES = (
+    "cachetuner.cli.trace_cmds",
     "cachetuner.cli.sim_cmds",
     "cachetuner.cli.train_cmds",
     "cachetuner.cli.live_cmds",
