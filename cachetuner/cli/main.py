@@ -13,6 +13,7 @@ from cachetuner.errors import CacheTunerError
 COMMAND_MODULES = (
     "cachetuner.cli.trace_cmds",
     "cachetuner.cli.sim_cmds",
+    "cachetuner.cli.env_cmds",
     "cachetuner.cli.train_cmds",
     "cachetuner.cli.live_cmds",
     "cachetuner.cli.hotness_cmds",

@@ -56,9 +56,13 @@ class Trace:
         n = len(self.keys)
         for attr in ("timestamps", "sizes", "ops", "ttls"):
             if len(getattr(self, attr)) != n:
-                raise ValueError(f"Trace {self.name}: {attr} has {len(getattr(self, attr))} rows, keys has {n}")
+                raise ValueError(
+                    f"Trace {self.name}: {attr} has {len(getattr(self, attr))} rows, keys has {n}"
+                )
         if len(self.key_bytes) != self.n_keys:
-            raise ValueError(f"Trace {self.name}: key_bytes has {len(self.key_bytes)} rows, n_keys={self.n_keys}")
+            raise ValueError(
+                f"Trace {self.name}: key_bytes has {len(self.key_bytes)} rows, n_keys={self.n_keys}"
+            )
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -1,0 +1,183 @@
+"""Typed configuration of an A/B experiment (``experiments/ab*.yaml``).
+
+An experiment names two arms, the workload both arms see (an ``env:`` section, inline or taken
+from another experiment YAML), how long it runs (a fixed horizon declared up front), the metric the
+verdict is about, and where it is tracked. ``extra="forbid"`` everywhere: a misspelt field fails
+with one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cachetuner.config import RedisConfig
+from cachetuner.errors import ConfigError
+from cachetuner.yamlconfig import load_yaml, validate
+
+
+class ArmConfig(BaseModel):
+    """One arm: exactly one of ``tuner`` (a registered baseline name), ``model`` (a trained PPO
+    model .zip) or ``config`` (a fixed Redis configuration, e.g. what production runs today)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tuner: str | None = Field(None, description="registered tuner: static-default, best-static, hill-climb, optuna, ...")
+    model: str | None = Field(None, description="PPO model .zip (cachetuner train); the arm runs tuner 'ppo'")
+    train_config: str | None = Field(
+        None, description="experiment YAML to train `model` with when the file is missing (cachetuner.agent)"
+    )
+    config: RedisConfig | None = Field(None, description="fixed configuration held for the whole run")
+    params: dict[str, Any] = Field(default_factory=dict, description="`baselines:` settings passed to the tuner")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ArmConfig:
+        given = [k for k in ("tuner", "model", "config") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"set exactly one of tuner / model / config (got {', '.join(given) or 'none'})")
+        if self.train_config is not None and self.model is None:
+            raise ValueError("train_config needs model")
+        if self.tuner == "ppo":
+            raise ValueError("use `model: PATH` for a PPO policy")
+        return self
+
+    @property
+    def kind(self) -> Literal["tuner", "model", "config"]:
+        return "tuner" if self.tuner is not None else "model" if self.model is not None else "config"
+
+    def describe(self) -> str:
+        """Short identity used in tags, plots and reports (``static-default``, ``ppo:PATH``, ``config:...``)."""
+        if self.tuner is not None:
+            return self.tuner
+        if self.model is not None:
+            return f"ppo:{self.model}"
+        c = self.config
+        assert c is not None
+        return f"config:{c.maxmemory_policy}@{c.maxmemory}B,timeout={c.timeout}"
+
+    def identity(self) -> str:
+        """What ``ab.treatment_model`` / ``ab.control`` tags hold: the model path, the tuner name, or
+        ``config:<policy>@<bytes>``."""
+        return self.model if self.model is not None else self.describe()
+
+    def model_sha256(self) -> str | None:
+        """First 12 hex digits of the model file's SHA-256 (tells retrained models at one path apart)."""
+        if self.model is None or not Path(self.model).is_file():
+            return None
+        return hashlib.sha256(Path(self.model).read_bytes()).hexdigest()[:12]
+
+
+class StatsConfig(BaseModel):
+    """How the verdict is reached (see :mod:`cachetuner.ab.stats`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Literal["fixed-horizon", "msprt"] = Field(
+        "fixed-horizon",
+        description="fixed-horizon: block-bootstrap CI, verdict only at the horizon; msprt: always-valid CI, may stop early",
+    )
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="1 - confidence level")
+    n_resamples: int = Field(2000, ge=100, description="bootstrap resamples")
+    block_len: int | None = Field(None, ge=1, description="intervals per bootstrap block; None = automatic")
+    seed: int = Field(0, description="seeds the bootstrap (reproducible CIs)")
+
+
+class ShadowConfig(BaseModel):
+    """Live shadow mode: the treatment decides without applying; its effect is estimated by mini
+    simulations on a hash-sampled key stream (see :mod:`cachetuner.ab.shadow`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    control_backend: Literal["live", "sim"] = Field(
+        "live", description="live: the real Redis; sim: the simulator (validates the estimator against sim mode)"
+    )
+    sample_rate: float = Field(0.05, gt=0, le=1, description="share of the key space the mini simulations see")
+    min_keys: int = Field(2000, ge=0, description="raise the rate so that about this many keys are sampled (sim)")
+    modulus: int = Field(1 << 24, ge=2, description="P in 'keep key iff splitmix64(key) mod P < rate * P'")
+    backend_options: dict[str, Any] = Field(
+        default_factory=dict, description="keyword arguments of LiveRedisBackend (redis_url, prometheus_url, ...)"
+    )
+    interval_s: float | None = Field(None, gt=0, description="live: seconds per interval; None = env.interval_s")
+
+
+class TrackingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    tracking_uri: str | None = Field(None, description="None = MLFLOW_TRACKING_URI or sqlite:///mlflow.db")
+    experiment: str = "cachetuner-ab"
+
+
+class PromotionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    daemon_config: str | None = Field(None, description="daemon YAML `cachetuner ab promote` writes the treatment into")
+    log: str = Field("runs/ab/promotions.jsonl", description="one JSON line per promotion decision")
+
+
+class ABConfig(BaseModel):
+    """Everything ``cachetuner ab --config`` reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("ab", pattern=r"^[A-Za-z0-9_.-]+$")
+    mode: Literal["sim", "shadow"] = "sim"
+    seed: int = Field(0, description="workload window and simulator seed, identical for both arms")
+    horizon_intervals: int = Field(..., ge=2, description="intervals to observe before a verdict (declared up front)")
+    primary_metric: Literal["cost", "hit_ratio", "byte_hit_ratio", "p95_ms"] = "cost"
+    control: ArmConfig
+    treatment: ArmConfig
+    env: dict[str, Any] | None = Field(None, description="inline env section (cachetuner.env.EnvConfig)")
+    env_config: str | None = Field(None, description="experiment YAML whose env section both arms run on")
+    env_section: str = "env"
+    workload: str | None = Field(None, description="workload label to run on (default: the first)")
+    stats: StatsConfig = Field(default_factory=StatsConfig)
+    shadow: ShadowConfig = Field(default_factory=ShadowConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    promotion: PromotionConfig = Field(default_factory=PromotionConfig)
+
+    @model_validator(mode="after")
+    def _env_source(self) -> ABConfig:
+        if self.env is not None and self.env_config is not None:
+            raise ValueError("set env or env_config, not both")
+        return self
+
+
+def load_ab_config(path: str | Path) -> ABConfig:
+    """Read an A/B YAML; relative paths inside it (env_config, models, train configs) are resolved
+    against the current directory, like every other experiment file."""
+    return validate(ABConfig, load_yaml(path), str(path))
+
+
+def resolve_env_config(cfg: ABConfig, source: str = "<ab config>") -> Any:
+    """The :class:`~cachetuner.env.config.EnvConfig` both arms run on, with the horizon applied.
+
+    The episode is set to exactly ``horizon_intervals`` steps so that a trace long enough for the
+    horizon is never cut short; shorter traces end earlier and the verdict is then inconclusive.
+    """
+    from cachetuner.env.config import EnvConfig
+
+    if cfg.env_config is not None:
+        env = EnvConfig.from_yaml(cfg.env_config, key=cfg.env_section)
+    elif cfg.env is not None:
+        env = validate(EnvConfig, cfg.env, f"{source} (env)")
+    else:
+        env = EnvConfig()
+    return env.model_copy(update={"episode_intervals": cfg.horizon_intervals, "max_episode_steps": None})
+
+
+def override_workload(env: Any, **trace_options: Any) -> Any:
+    """Replace the env's workloads by one trace given on the command line (``--trace`` & co)."""
+    from cachetuner.env.config import WorkloadSpec
+
+    opts = {k: v for k, v in trace_options.items() if v is not None}
+    if "trace" not in opts:
+        return env
+    try:
+        spec = WorkloadSpec(**opts)
+    except Exception as e:  # pydantic: name the option
+        raise ConfigError(f"--trace options: {e}".splitlines()[0]) from None
+    return env.model_copy(update={"workloads": [spec]})

@@ -1,0 +1,178 @@
+"""Run both arms in lock-step on the same request stream and compare them.
+
+Simulation mode: two :class:`~cachetuner.env.CacheTuningEnv` over two simulators, reset with the same
+seed and pinned to the same workload window, stepped interval by interval; the harness checks that
+both arms really saw the same requests in every interval.
+
+Shadow mode: the control runs on a real backend (live Redis, or the simulator when validating the
+estimator); the treatment runs in its own env over a :class:`~cachetuner.ab.shadow.ShadowBackend`
+that estimates each interval from the control's hash-sampled key stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cachetuner.ab.arms import build_tuner, ensure_model, model_env_config
+from cachetuner.ab.config import ABConfig, resolve_env_config
+from cachetuner.ab.result import ABResult, ArmSeries, record_of
+from cachetuner.ab.stats import compare
+from cachetuner.errors import BackendError
+
+#: Called after every interval with (intervals done, horizon).
+StepFn = Callable[[int, int], None]
+
+
+def arm_env_config(cfg: ABConfig, env_override: Any = None, source: str = "<ab config>") -> Any:
+    """The env both arms run on: ``env`` / ``env_config`` of the A/B file, else the treatment (or
+    control) model's training env, else defaults; then the command-line workload override."""
+    if cfg.env is None and cfg.env_config is None:
+        base = model_env_config(cfg.treatment) or model_env_config(cfg.control)
+        if base is not None:
+            cfg = cfg.model_copy(update={"env": base.model_dump(mode="json")})
+    env = resolve_env_config(cfg, source)
+    if env_override is not None:
+        env = env_override(env)
+    return env
+
+
+def _reset_options(cfg: ABConfig) -> dict[str, Any]:
+    return {"workload": cfg.workload if cfg.workload is not None else 0, "start": "begin"}
+
+
+def run_ab(
+    cfg: ABConfig,
+    *,
+    env_override: Callable[[Any], Any] | None = None,
+    max_intervals: int | None = None,
+    on_step: StepFn | None = None,
+    source: str = "<ab config>",
+    tracking_uri: str | None = None,
+) -> ABResult:
+    """Run the experiment ``cfg`` and return both arms' series and the verdict.
+
+    ``max_intervals`` stops early (a peek): with the fixed-horizon method the verdict is then
+    ``inconclusive (horizon not reached)`` whatever the data say.
+    """
+    for arm in (cfg.control, cfg.treatment):
+        ensure_model(arm, tracking_uri=tracking_uri)
+    env_cfg = arm_env_config(cfg, env_override, source)
+    n = cfg.horizon_intervals if max_intervals is None else min(max_intervals, cfg.horizon_intervals)
+    if cfg.mode == "sim":
+        control, treatment, meta = _run_sim(cfg, env_cfg, n, on_step)
+    else:
+        control, treatment, meta = _run_shadow(cfg, env_cfg, n, on_step)
+    verdict = compare(
+        control.arrays(),
+        treatment.arrays(),
+        primary_metric=cfg.primary_metric,
+        horizon=cfg.horizon_intervals,
+        alpha=cfg.stats.alpha,
+        method=cfg.stats.method,
+        n_resamples=cfg.stats.n_resamples,
+        block_len=cfg.stats.block_len,
+        seed=cfg.stats.seed,
+    )
+    meta.update(
+        workload=[w.model_dump(mode="json") for w in env_cfg.workloads],
+        interval_s=env_cfg.interval_s,
+        seed=cfg.seed,
+    )
+    return ABResult(cfg.name, cfg.mode, control, treatment, verdict, meta)
+
+
+def _record(series: ArmSeries, info: dict) -> None:
+    series.records.append(record_of(info["snapshot"], info["cost"]))
+    series.configs.append(info["config"].model_dump(mode="json"))
+
+
+def _lockstep(
+    env_c: Any, env_t: Any, tuner_c: Any, tuner_t: Any, n: int, *, paired_check: bool, on_step: StepFn | None,
+    control: ArmSeries, treatment: ArmSeries, seed: int, options: dict[str, Any] | None,
+) -> None:
+    obs_c, info_c = env_c.reset(seed=seed, options=options)
+    obs_t, info_t = env_t.reset(seed=seed, options=options if paired_check else None)
+    tuner_c.reset(env_c)
+    tuner_t.reset(env_t)
+    for i in range(n):
+        cfg_c = tuner_c.decide(obs_c, info_c)
+        cfg_t = tuner_t.decide(obs_t, info_t)
+        obs_c, _, _, trunc_c, info_c = env_c.step_config(cfg_c)
+        obs_t, _, _, trunc_t, info_t = env_t.step_config(cfg_t)
+        if paired_check and info_c["snapshot"].requests != info_t["snapshot"].requests:
+            raise BackendError(
+                f"A/B arms are not paired at interval {i}: control saw {info_c['snapshot'].requests} requests, "
+                f"treatment {info_t['snapshot'].requests}"
+            )
+        _record(control, info_c)
+        _record(treatment, info_t)
+        if on_step is not None:
+            on_step(i + 1, n)
+        if trunc_c or trunc_t:
+            break
+
+
+def _run_sim(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> tuple[ArmSeries, ArmSeries, dict]:
+    from cachetuner.env.cache_env import CacheTuningEnv
+    from cachetuner.env.sim_backend import SimBackend, load_workload
+
+    traces = [load_workload(w) for w in env_cfg.workloads]  # read once, shared (immutable) by both arms
+    env_c = CacheTuningEnv(env_cfg, backend=SimBackend(env_cfg, traces))
+    env_t = CacheTuningEnv(env_cfg, backend=SimBackend(env_cfg, traces))
+    control = ArmSeries("control", cfg.control.describe())
+    treatment = ArmSeries("treatment", cfg.treatment.describe())
+    try:
+        _lockstep(
+            env_c, env_t, build_tuner(cfg.control, seed=cfg.seed), build_tuner(cfg.treatment, seed=cfg.seed), n,
+            paired_check=True, on_step=on_step, control=control, treatment=treatment, seed=cfg.seed,
+            options=_reset_options(cfg),
+        )
+    finally:
+        env_c.close()
+        env_t.close()
+    return control, treatment, {"workload_label": env_c.workload}
+
+
+def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> tuple[ArmSeries, ArmSeries, dict]:
+    from cachetuner.ab.shadow import ShadowBackend, TeeBackend
+    from cachetuner.env.cache_env import CacheTuningEnv
+
+    sh = cfg.shadow
+    if sh.control_backend == "sim":
+        from cachetuner.env.sim_backend import SimBackend
+
+        inner: Any = SimBackend(env_cfg)
+        options: dict[str, Any] | None = _reset_options(cfg)
+    else:
+        from cachetuner.live import LiveRedisBackend  # type: ignore[attr-defined]
+
+        opts = dict(sh.backend_options)
+        opts.setdefault("interval_s", sh.interval_s or env_cfg.interval_s)
+        inner = LiveRedisBackend(**opts)
+        options = None
+    tee = TeeBackend(inner)
+    shadow = ShadowBackend(tee, rate=sh.sample_rate, min_keys=sh.min_keys, modulus=sh.modulus)
+    env_c = CacheTuningEnv(env_cfg, backend=tee)  # type: ignore[arg-type]
+    env_t = CacheTuningEnv(env_cfg, backend=shadow)  # type: ignore[arg-type]
+    live = sh.control_backend == "live"
+    control = ArmSeries("control", cfg.control.describe())
+    treatment = ArmSeries("treatment", cfg.treatment.describe(), estimated=True)
+    try:
+        _lockstep(
+            env_c, env_t, build_tuner(cfg.control, seed=cfg.seed, live=live),
+            build_tuner(cfg.treatment, seed=cfg.seed, live=True), n,
+            paired_check=False, on_step=on_step, control=control, treatment=treatment, seed=cfg.seed,
+            options=options,
+        )
+    finally:
+        env_c.close()
+        env_t.close()
+    est = shadow.estimator
+    meta = {
+        "workload_label": env_c.workload,
+        "shadow_control_backend": sh.control_backend,
+        "shadow_sample_rate": est.rate if est is not None else sh.sample_rate,
+        "shadow_sampled_keys": int(len(est._known)) if est is not None else 0,
+    }
+    return control, treatment, meta

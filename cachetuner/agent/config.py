@@ -1,0 +1,92 @@
+"""Typed training configuration, loaded from ``experiments/*.yaml``.
+
+One model per concern (PPO hyperparameters, periodic evaluation, early stopping, baselines), all
+``extra="forbid"`` so that a misspelt field fails with one line naming the field and the file
+(:func:`cachetuner.yamlconfig.load_model`). The resolved model is what gets logged with every run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachetuner.baselines.settings import BaselinesConfig
+from cachetuner.env import EnvConfig
+from cachetuner.yamlconfig import load_model
+
+
+class PPOParams(BaseModel):
+    """The subset of :class:`stable_baselines3.PPO` arguments worth tuning here (SB3's meaning and defaults
+    unless noted). ``n_steps`` is per environment: one rollout is ``n_steps * n_envs`` intervals."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    learning_rate: float = Field(3e-4, gt=0)
+    n_steps: int = Field(128, ge=2, description="steps per env per rollout (SB3 default 2048 is far too long here)")
+    batch_size: int = Field(64, ge=2)
+    n_epochs: int = Field(10, ge=1)
+    gamma: float = Field(0.9, ge=0, le=1, description="short horizon: a config change pays off within minutes")
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    clip_range: float = Field(0.2, gt=0)
+    ent_coef: float = Field(0.01, ge=0)
+    vf_coef: float = Field(0.5, ge=0)
+    max_grad_norm: float = Field(0.5, gt=0)
+    target_kl: float | None = None
+    normalize_advantage: bool = True
+    net_arch: list[int] = Field(default_factory=lambda: [64, 64], description="hidden layers of both pi and vf")
+    activation: Literal["tanh", "relu"] = "tanh"
+
+
+class EvalSettings(BaseModel):
+    """Periodic deterministic evaluation (SB3 ``EvalCallback``) on pinned traffic.
+
+    Each evaluation runs one episode per evaluation workload from its beginning
+    (``options={"workload": i, "start": "begin"}``) so that successive evaluations are comparable.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    eval_freq: int = Field(2048, ge=1, description="total env steps (all envs together) between evaluations")
+    env: EnvConfig | None = Field(None, description="evaluation env; None = the training env")
+    deterministic: bool = True
+
+
+class EarlyStopSettings(BaseModel):
+    """SB3 ``StopTrainingOnNoModelImprovement`` after each evaluation (needs ``eval.enabled``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    max_no_improvement_evals: int = Field(6, ge=1)
+    min_evals: int = Field(6, ge=0)
+
+
+class TrainConfig(BaseModel):
+    """A whole training experiment: env, algorithm, evaluation, where results go."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    experiment: str = Field(..., min_length=1, description="MLflow experiment name and run-name component")
+    seed: int = 0
+    total_timesteps: int = Field(..., ge=1, description="env steps (= tuning intervals) over all envs")
+    n_envs: int = Field(2, ge=1)
+    vec_env: Literal["dummy", "subproc"] = Field(
+        "dummy", description="dummy: one process (best on 2 cores); subproc: one process per env"
+    )
+    ppo: PPOParams = Field(default_factory=PPOParams)
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    eval: EvalSettings = Field(default_factory=EvalSettings)
+    early_stop: EarlyStopSettings = Field(default_factory=EarlyStopSettings)
+    checkpoint_freq: int = Field(0, ge=0, description="total env steps between checkpoints; 0 = none")
+    output_dir: Path = Field(Path("runs"), description="models go to OUTPUT_DIR/RUN_NAME/")
+    baselines: BaselinesConfig = Field(default_factory=BaselinesConfig)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> TrainConfig:
+        return load_model(cls, path)
+
+    def eval_env_config(self) -> EnvConfig:
+        return self.eval.env if self.eval.env is not None else self.env

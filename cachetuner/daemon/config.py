@@ -1,0 +1,207 @@
+"""Typed configuration of the tuning daemon (``experiments/daemon*.yaml``).
+
+One model per concern (bounds, SLO, guardrails, rollout, policy, HTTP, tracking), all
+``extra="forbid"``: a misspelt field fails at load with one line naming the file and the field,
+before the daemon touches any Redis.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cachetuner.config import REDIS_POLICIES, Policy
+from cachetuner.yamlconfig import load_model
+
+#: Guard names in the default order: cheap vetoes first, clamps next, then time and SLO vetoes.
+DEFAULT_GUARDS: tuple[str, ...] = ("stale", "bounds", "max_change", "cooldown", "slo")
+
+
+class Bounds(BaseModel):
+    """The only configurations the daemon may ever apply to a target.
+
+    Checked twice: by the ``bounds`` guard (which may clamp ``maxmemory``) and again, on the exact
+    config, immediately before ``CONFIG SET`` (:func:`cachetuner.daemon.guardrails.bounds_violations`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    maxmemory_min: int = Field(..., ge=1, description="bytes; 0 (unlimited) is never allowed")
+    maxmemory_max: int = Field(..., ge=1, description="bytes")
+    policies: list[Policy] = Field(default_factory=lambda: list(REDIS_POLICIES), min_length=1)
+    timeouts: list[int] = Field(default_factory=lambda: [0, 30, 300], min_length=1, description="allowed `timeout` values (s)")
+    samples: list[int] | None = Field(None, description="allowed maxmemory-samples; None = any value 1..64")
+    clamp_maxmemory: bool = Field(True, description="bounds guard clamps maxmemory into range instead of vetoing")
+
+    @model_validator(mode="after")
+    def _check(self) -> Bounds:
+        if self.maxmemory_min > self.maxmemory_max:
+            raise ValueError("maxmemory_min must be <= maxmemory_max")
+        if "exact-lru" in self.policies:
+            raise ValueError("exact-lru exists only in the simulator")
+        if any(t < 0 for t in self.timeouts):
+            raise ValueError("timeouts must be >= 0")
+        return self
+
+
+class SLO(BaseModel):
+    """Service-level objective evaluated on every fresh snapshot; ``None`` disables a term."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    p95_latency_ms: float | None = Field(None, gt=0, description="client-side p95 latency ceiling")
+    min_hit_ratio: float | None = Field(None, ge=0, le=1)
+    max_evictions_per_s: float | None = Field(None, ge=0)
+    min_gets: int = Field(20, ge=0, description="hit ratio is only judged on intervals with at least this many gets")
+
+
+class RollbackConfig(BaseModel):
+    """Return to the last known-good config when the SLO breaks shortly after a change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    window_intervals: int = Field(
+        2, ge=1, description="a breach within this many fresh intervals after a change triggers the rollback"
+    )
+
+
+class TargetConfig(BaseModel):
+    """One Redis instance (tenant / shard) with its own metrics source, bounds and SLO."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$")
+    backend: Literal["live", "sim"] = "live"
+    redis_url: str | None = Field(None, description="redis://[user@]host:port/db; the password comes from env/file")
+    prometheus_url: str | None = None
+    username: str | None = Field(None, description="ACL user (overrides the URL's user)")
+    password_env: str | None = Field("CACHETUNER_REDIS_PASSWORD", description="environment variable holding the password")
+    password_file: str | None = Field(None, description="file holding the password (wins over password_env)")
+    bounds: Bounds
+    slo: SLO = Field(default_factory=SLO)
+    rollback: RollbackConfig = Field(default_factory=RollbackConfig)
+    guards: list[str] = Field(default_factory=lambda: list(DEFAULT_GUARDS), description="guard names, in order")
+    max_relative_change: float = Field(0.5, gt=0, description="largest |new/old - 1| of maxmemory per change")
+    cooldown_s: float = Field(0.0, ge=0, description="minimum seconds between two changes (rollbacks exempt)")
+    backend_options: dict[str, Any] = Field(
+        default_factory=dict, description="extra keyword arguments of the backend (live: LiveRedisBackend; sim: SimBackend)"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> TargetConfig:
+        if self.backend == "live" and (not self.redis_url or not self.prometheus_url):
+            raise ValueError("live targets need redis_url and prometheus_url")
+        return self
+
+
+class PolicyConfig(BaseModel):
+    """Which decision maker runs: ``ppo`` (a trained SB3 model) or any registered baseline / daemon policy."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "static"
+    model: str | None = Field(None, description="ppo: model .zip path or MLflow URI runs:/<id>/model, models:/<name>/<v>")
+    env_config: str | None = Field(
+        None, description="experiment YAML whose `env:` section the policy was trained with (observation/decoder)"
+    )
+    env_section: str = "env"
+    deterministic: bool = True
+    seed: int = 0
+    params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the policy/tuner")
+
+
+class HotnessConfig(BaseModel):
+    """Optional hotness features (Triton with in-process fallback) appended to the policy observation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the hotness feature wrapper")
+
+
+class HttpConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field("127.0.0.1", description="loopback by default; expose deliberately")
+    port: int = Field(9464, ge=0, le=65535, description="0 = any free port (written to <state_dir>/daemon.addr)")
+    enabled: bool = True
+
+
+class TrackingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    tracking_uri: str | None = None
+    experiment: str = "cachetuner-daemon"
+
+
+class RolloutConfig(BaseModel):
+    """``independent``: every target runs the policy. ``staged``: only ``canary`` does; its config is
+    promoted to the other targets after ``promote_after`` consecutive SLO-passing intervals."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["independent", "staged"] = "independent"
+    canary: str | None = None
+    promote_after: int = Field(3, ge=1)
+
+
+class BackoffConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    initial_s: float = Field(1.0, gt=0)
+    max_s: float = Field(60.0, gt=0)
+    factor: float = Field(2.0, ge=1)
+
+
+class DaemonConfig(BaseModel):
+    """Everything ``cachetuner daemon --config`` reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interval_s: float = Field(10.0, gt=0, description="seconds between decisions")
+    dry_run: bool = Field(False, description="decide, guard and log, never CONFIG SET")
+    state_dir: str = Field("runs/daemon", description="state.json, audit.jsonl, daemon.addr")
+    persist: Literal["none", "rewrite"] = Field(
+        "none", description="rewrite: CONFIG REWRITE once a config has proven known-good (needs +config|rewrite)"
+    )
+    max_iterations: int | None = Field(None, ge=1, description="stop after this many loops (tests, smoke runs)")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    hotness: HotnessConfig = Field(default_factory=HotnessConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    backoff: BackoffConfig = Field(default_factory=BackoffConfig)
+    targets: list[TargetConfig] = Field(..., min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> DaemonConfig:
+        names = [t.name for t in self.targets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"target names must be unique, got {names}")
+        if self.rollout.mode == "staged":
+            if self.rollout.canary not in names:
+                raise ValueError(f"rollout.canary must name a target ({', '.join(names)})")
+            if len(names) < 2:
+                raise ValueError("staged rollout needs at least two targets")
+        return self
+
+    @property
+    def state_path(self) -> Path:
+        return Path(self.state_dir) / "state.json"
+
+    @property
+    def audit_path(self) -> Path:
+        return Path(self.state_dir) / "audit.jsonl"
+
+    @property
+    def addr_path(self) -> Path:
+        return Path(self.state_dir) / "daemon.addr"
+
+
+def load_daemon_config(path: str | Path) -> DaemonConfig:
+    """Read a daemon YAML; errors are one line naming the file and the field."""
+    return load_model(DaemonConfig, path)

@@ -1,0 +1,120 @@
+"""Action spaces: how an integer action becomes a bounded :class:`RedisConfig`.
+
+One small codec per space, registered by name in :data:`ACTION_SPACES` (``EnvConfig.actions.space``).
+Memory moves are *relative* (a multiplicative step of the current ``maxmemory``) so that one policy
+works across workloads whose working sets differ by orders of magnitude; policies and timeouts are
+absolute choices.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+from gymnasium import spaces
+
+from cachetuner.config import RedisConfig
+from cachetuner.env.config import DISCRETE12_POLICIES, ActionConfig
+from cachetuner.errors import ConfigError
+
+
+class ActionCodec(Protocol):
+    """Turns actions of :attr:`space` into configs within the memory bounds."""
+
+    space: spaces.Space
+
+    def decode(self, action: Any, current: RedisConfig, bounds: tuple[int, int]) -> RedisConfig: ...
+
+    def describe(self) -> str:
+        """One line for docs and logs."""
+        ...
+
+
+def move_memory(current: int, step: float, bounds: tuple[int, int]) -> int:
+    """``current * (1 + step)`` clipped to ``bounds`` (a current value outside the bounds is clipped first)."""
+    lo, hi = bounds
+    base = min(max(current, lo), hi)
+    return int(min(max(round(base * (1.0 + step)), lo), hi))
+
+
+def clip_config(config: RedisConfig, bounds: tuple[int, int], actions: ActionConfig) -> RedisConfig:
+    """What :meth:`CacheTuningEnv.step_config` applies: maxmemory within the bounds, timeout within the
+    range of the timeout choices. Policies are not restricted (baselines may use any Redis policy)."""
+    lo, hi = bounds
+    tmin, tmax = min(actions.timeouts), max(actions.timeouts)
+    return config.evolve(
+        maxmemory=int(min(max(config.maxmemory, lo), hi)),
+        timeout=int(min(max(config.timeout, tmin), tmax)),
+    )
+
+
+def _check(space: spaces.Space, action: Any) -> np.ndarray:
+    arr = np.asarray(action)
+    if not space.contains(arr.astype(space.dtype) if arr.shape == space.shape else arr):
+        raise ValueError(f"action {action!r} is not in {space}")
+    return arr
+
+
+class MultiDiscreteCodec:
+    """``[memory step, policy, timeout, (samples), (lfu-log-factor), (lfu-decay-time)]``."""
+
+    def __init__(self, cfg: ActionConfig) -> None:
+        self.cfg = cfg
+        self._choices: list[tuple[str, list[Any]]] = [
+            ("memory", list(cfg.memory_steps)),
+            ("maxmemory_policy", list(cfg.policies)),
+            ("timeout", list(cfg.timeouts)),
+        ]
+        for field, values in (
+            ("maxmemory_samples", cfg.samples),
+            ("lfu_log_factor", cfg.lfu_log_factors),
+            ("lfu_decay_time", cfg.lfu_decay_times),
+        ):
+            if values:
+                self._choices.append((field, list(values)))
+        self.space = spaces.MultiDiscrete([len(v) for _, v in self._choices], dtype=np.int64)
+
+    def decode(self, action: Any, current: RedisConfig, bounds: tuple[int, int]) -> RedisConfig:
+        arr = _check(self.space, action)
+        changes: dict[str, Any] = {}
+        for (field, values), i in zip(self._choices, arr.tolist(), strict=True):
+            if field == "memory":
+                changes["maxmemory"] = move_memory(current.maxmemory, values[i], bounds)
+            else:
+                changes[field] = values[i]
+        return current.evolve(**changes)
+
+    def describe(self) -> str:
+        return "MultiDiscrete(" + ", ".join(f"{f}={v}" for f, v in self._choices) + ")"
+
+
+class Discrete12Codec:
+    """The seed design's ``Discrete(12)``: ``a = 4 * move + policy``, move in (down, hold, up) by
+    ``discrete_step`` and policy in :data:`DISCRETE12_POLICIES`; the timeout is left unchanged."""
+
+    def __init__(self, cfg: ActionConfig) -> None:
+        self.cfg = cfg
+        self.moves = (-cfg.discrete_step, 0.0, cfg.discrete_step)
+        self.policies = DISCRETE12_POLICIES
+        self.space = spaces.Discrete(len(self.moves) * len(self.policies))
+
+    def decode(self, action: Any, current: RedisConfig, bounds: tuple[int, int]) -> RedisConfig:
+        a = int(_check(self.space, action))
+        move, policy = divmod(a, len(self.policies))
+        return current.evolve(
+            maxmemory=move_memory(current.maxmemory, self.moves[move], bounds),
+            maxmemory_policy=self.policies[policy],
+        )
+
+    def describe(self) -> str:
+        return f"Discrete(12) = 3 moves {self.moves} x 4 policies {list(self.policies)}"
+
+
+#: ``EnvConfig.actions.space`` name -> codec class.
+ACTION_SPACES: dict[str, type] = {"multidiscrete": MultiDiscreteCodec, "discrete12": Discrete12Codec}
+
+
+def make_action_codec(cfg: ActionConfig) -> ActionCodec:
+    if cfg.space not in ACTION_SPACES:
+        raise ConfigError(f"env.actions.space: unknown {cfg.space!r}; valid: {', '.join(ACTION_SPACES)}")
+    return ACTION_SPACES[cfg.space](cfg)

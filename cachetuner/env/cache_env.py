@@ -1,0 +1,269 @@
+"""The Gymnasium environment: one step = one tuning interval of a Redis cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from cachetuner.backend import CacheBackend
+from cachetuner.config import RedisConfig
+from cachetuner.env.actions import clip_config, make_action_codec
+from cachetuner.env.config import EnvConfig
+from cachetuner.env.observation import ObservationBuilder
+from cachetuner.env.reward import get_reward_fn, interval_cost
+from cachetuner.env.whatif import MIRROR, WhatIfEstimator, whatif_label
+from cachetuner.errors import BackendError, ConfigError
+from cachetuner.metrics import MetricsSnapshot
+
+
+class CacheTuningEnv(gym.Env):
+    """Tune ``maxmemory``, ``maxmemory-policy`` and ``timeout`` of a Redis cache in front of AI inference.
+
+    ## Description
+    Each step lets one tuning interval (``interval_s``, default 60 s of trace time) of traffic pass
+    through the cache under the configuration chosen by the action, then reports what happened. The
+    cache is a :class:`~cachetuner.backend.CacheBackend`: by default a :class:`SimBackend` replaying
+    a window of one of ``cfg.workloads`` (chosen by weight) through the Redis-faithful simulator;
+    the live backend has the same interface. Before the first observation, ``warmup_intervals``
+    intervals run under the initial configuration (not counted as steps).
+
+    ## Action Space
+    ``multidiscrete`` (``CacheTuner/SimRedis-v0``): ``MultiDiscrete([5, 8, 3])`` by default:
+    a relative maxmemory step in ``memory_steps`` (-30 %, -10 %, 0, +10 %, +30 %, clipped to the
+    bounds), a policy of ``policies`` (default all 8 Redis policies in ``REDIS_POLICIES`` order) and
+    a ``timeout`` in ``timeouts`` (0, 30, 300 s); optional extra dimensions for ``maxmemory-samples``,
+    ``lfu-log-factor`` and ``lfu-decay-time`` when their choice lists are configured.
+    ``discrete12`` (``CacheTuner/SimRedisDiscrete-v0``): ``Discrete(12)``, ``a = 4 * move + policy``
+    with move in (down, hold, up) by ``discrete_step`` (25 %) and policy in (allkeys-lru,
+    allkeys-lfu, volatile-lru, volatile-ttl); the timeout is left unchanged.
+    Baselines may bypass actions with :meth:`step_config` (same bounds, same reward).
+
+    ## Observation Space
+    ``Box(float32)`` of ``26 + n_whatif`` features, each clipped to its declared range:
+
+    | # | feature | scaling |
+    |---|---|---|
+    | 0, 1 | hit ratio, byte hit ratio | [0, 1] |
+    | 2 | request rate | log(rate / reference) / log(16), [-1, 1]; reference = workload mean rate |
+    | 3 | rate volatility | std / mean of the last 5 interval rates, [0, 1] |
+    | 4 | memory utilisation | used_memory / maxmemory, [0, 1.5] |
+    | 5, 6 | evictions, expirations per request | [0, 1] |
+    | 7-9 | p50, p95, p99 latency | p / (p + SLO), [0, 1); 0.5 at the SLO |
+    | 10 | L2 hit ratio (share of L1 misses served by L2) | [0, 1] |
+    | 11 | connected clients | c / (c + 50) |
+    | 12 | rejected writes per request | [0, 1] |
+    | 13 | maxmemory | position between the bounds, [0, 1] |
+    | 14-21 | maxmemory-policy | one-hot over the 8 Redis policies |
+    | 22 | timeout | index among ``timeouts`` / (n - 1) |
+    | 23-25 | maxmemory-samples, lfu-log-factor, lfu-decay-time | log2(s)/6, f/255, min(t, 60)/60 |
+    | 26.. | what-if hit ratios | per (policy, size factor) of ``whatif``, then the mirror ``current@1.00`` |
+
+    What-if features come from persistent mini simulations on a ~1 % spatial key sample
+    (:class:`~cachetuner.env.whatif.WhatIfEstimator`); they are absent when ``whatif.enabled`` is off.
+
+    ## Rewards
+    ``cost`` (default): minus the interval's operating cost (memory held + backend calls + SLO
+    breach + config switch), divided by ``miss_cost * gets`` so it reads as "miss ratio plus
+    memory cost per get". ``seed``: the seed design's ``0.6 dHR + 0.3 log(1/dLatency) - 0.1 dMemUtil``.
+    See :mod:`cachetuner.env.reward`. ``info["cost"]`` carries the unnormalised terms.
+
+    ## Episode End
+    Never terminated (a cache has no terminal state). Truncated when the workload window ends:
+    after ``episode_intervals`` steps, or at the trace's end when ``episode_intervals`` is ``None``.
+    Registered ids also carry a ``TimeLimit`` of ``max_episode_steps`` (default ``episode_intervals``).
+
+    ## Arguments
+    ``cfg``: :class:`EnvConfig` (or a dict validated into one; ``None`` = defaults).
+    ``backend``: a :class:`CacheBackend`; ``None`` builds a :class:`SimBackend` from ``cfg.workloads``.
+    ``actions``: overrides ``cfg.actions.space`` (what the registered ids set).
+    ``render_mode``: only ``None``.
+    ``reset(options=...)``: ``{"workload": index or name, "start": "begin" | interval index}``
+    pins the traffic (evaluation on identical windows).
+
+    ``info`` of reset and step: ``snapshot`` (MetricsSnapshot), ``cost`` (dict), ``config``
+    (RedisConfig in force during the interval), ``whatif`` (label -> hit ratio), ``workload`` (name),
+    and on steps that changed the config ``apply`` (ApplyResult).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        cfg: EnvConfig | dict | None = None,
+        backend: CacheBackend | None = None,
+        *,
+        actions: str | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None:
+            raise ConfigError(f"render_mode={render_mode!r}: CacheTuningEnv does not render; use None")
+        if cfg is None:
+            cfg = EnvConfig()
+        elif isinstance(cfg, dict):
+            from cachetuner.yamlconfig import validate
+
+            cfg = validate(EnvConfig, cfg, "env config")
+        if actions is not None and actions != cfg.actions.space:
+            cfg = cfg.model_copy(update={"actions": cfg.actions.model_copy(update={"space": actions})})
+        self.cfg = cfg
+        self.render_mode = None
+        if backend is None:
+            from cachetuner.env.sim_backend import SimBackend
+
+            backend = SimBackend(cfg)
+        self.backend = backend
+        self._codec = make_action_codec(cfg.actions)
+        self._reward_fn = get_reward_fn(cfg.reward.kind)
+        self.action_space = self._codec.space
+        labels: list[str] = []
+        if cfg.whatif.enabled:
+            labels = [whatif_label(p, f) for p in cfg.whatif.policies for f in cfg.whatif.sizes]
+            if cfg.whatif.mirror:
+                labels.append(whatif_label(MIRROR, 1.0))
+        self._obs = ObservationBuilder(cfg, labels)
+        self.observation_space = self._obs.space
+        self.whatif: WhatIfEstimator | None = None
+        self._prev: MetricsSnapshot | None = None
+        self._bounds: tuple[int, int] | None = None
+        self._steps = 0
+        self._done = True
+
+    # -- introspection for baselines and evaluation ------------------------------------------------------
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """``(min, max)`` maxmemory in bytes for the current episode."""
+        if self._bounds is None:
+            self._bounds = self._resolve_bounds()
+        return self._bounds
+
+    @property
+    def action_policies(self) -> list[str]:
+        """Policies the action space can express."""
+        return list(getattr(self._codec, "policies", self.cfg.actions.policies))
+
+    @property
+    def action_timeouts(self) -> list[int]:
+        """Timeouts the action space can express (``discrete12`` keeps the current one)."""
+        if self.cfg.actions.space == "discrete12":
+            return [self.backend.config.timeout]
+        return list(self.cfg.actions.timeouts)
+
+    @property
+    def observation_names(self) -> list[str]:
+        return list(self._obs.names)
+
+    @property
+    def workload(self) -> str:
+        return str(getattr(self.backend, "workload_name", "live"))
+
+    # -- Gymnasium API ------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"workload", "start"}
+        if unknown:
+            raise ConfigError(f"reset options {sorted(unknown)} unknown; valid: workload, start")
+        bseed = int(self.np_random.integers(2**31 - 1))
+        if hasattr(self.backend, "working_sets"):  # SimBackend: pinning and env-driven warm-up
+            self.backend.reset(seed=bseed, warmup=False, **options)  # type: ignore[call-arg]
+        elif options:
+            raise ConfigError(f"reset options {sorted(options)} need a simulated backend")
+        else:
+            self.backend.reset(seed=bseed)
+        self._bounds = self._resolve_bounds()
+        config = self.backend.config
+        if self.cfg.whatif.enabled:
+            trace = getattr(self.backend, "trace", None)
+            self.whatif = WhatIfEstimator(
+                self.cfg.whatif,
+                config,
+                n_keys_hint=getattr(trace, "n_keys", None),
+                key_bytes=getattr(trace, "key_bytes", None),
+                read_only=bool(getattr(trace, "read_only", True)),
+                sim_params=getattr(self.backend, "params", None),
+                seed=bseed,
+            )
+        self._obs.reset(getattr(self.backend, "rate_reference", None))
+        snap = MetricsSnapshot(interval_s=self.backend.interval_s, maxmemory=config.maxmemory, config=config)
+        for _ in range(self.cfg.warmup_intervals):
+            if self.backend.exhausted:
+                break
+            snap = self._advance()
+            if self.backend.exhausted:  # keep at least one step in the episode
+                raise ConfigError(
+                    f"workload {self.workload}: shorter than warmup_intervals + 1 "
+                    f"({self.cfg.warmup_intervals + 1} x {self.cfg.interval_s:g} s); lower env.warmup_intervals"
+                )
+        self._prev = snap
+        self._steps = 0
+        self._done = False
+        cost = interval_cost(snap, changed=False, cfg=self.cfg.reward, slo_p95_ms=self.cfg.slo_p95_ms)
+        return self._observe(snap, config), self._info(snap, cost, config)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return self._step_with(self.decode_action(action))
+
+    def step_config(self, config: RedisConfig) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Step with a configuration chosen directly (baselines); maxmemory and timeout are clipped to
+        the same bounds as actions, and the reward is the same."""
+        return self._step_with(clip_config(config, self.bounds, self.cfg.actions))
+
+    def decode_action(self, action: Any) -> RedisConfig:
+        """The bounded, validated config an action stands for, relative to the current config."""
+        return self._codec.decode(action, self.backend.config, self.bounds)
+
+    def render(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # -- internals ----------------------------------------------------------------------------------------
+    def _resolve_bounds(self) -> tuple[int, int]:
+        b = getattr(self.backend, "bounds", None)
+        return tuple(b) if b is not None else self.cfg.bounds.resolve(None)  # type: ignore[return-value]
+
+    def _advance(self) -> MetricsSnapshot:
+        snap = self.backend.step()
+        if self.whatif is not None:
+            self.whatif.update(self.backend.recent_requests())
+        return snap
+
+    def _step_with(self, config: RedisConfig) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._done or self._prev is None:
+            raise BackendError("CacheTuningEnv: episode is over (or never started); call reset()")
+        before = self.backend.config
+        result = None
+        if config != before:
+            result = self.backend.apply(config)
+            if self.whatif is not None:
+                self.whatif.set_config(result.applied)
+        in_force = self.backend.config
+        changed = in_force != before
+        snap = self._advance()
+        cost = interval_cost(snap, changed=changed, cfg=self.cfg.reward, slo_p95_ms=self.cfg.slo_p95_ms)
+        reward = self._reward_fn(cost, snap, self._prev, self.cfg.reward)
+        self._prev = snap
+        self._steps += 1
+        truncated = bool(self.backend.exhausted)
+        self._done = truncated
+        info = self._info(snap, cost, in_force)
+        if result is not None:
+            info["apply"] = result
+        return self._observe(snap, in_force), float(reward), False, truncated, info
+
+    def _observe(self, snap: MetricsSnapshot, config: RedisConfig) -> np.ndarray:
+        est = self.whatif.last if self.whatif is not None else None
+        return self._obs.build(snap, config, self.bounds, est)
+
+    def _info(self, snap: MetricsSnapshot, cost: dict[str, float], config: RedisConfig) -> dict[str, Any]:
+        return {
+            "snapshot": snap,
+            "cost": cost,
+            "config": config,
+            "whatif": self.whatif.last if self.whatif is not None else {},
+            "workload": self.workload,
+            "step": self._steps,
+        }

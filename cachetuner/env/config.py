@@ -1,0 +1,235 @@
+"""Typed configuration of the tuning environment (the ``env:`` section of an experiment YAML).
+
+One model per concern (workloads, memory bounds, actions, reward, observation, what-if), all
+``extra="forbid"`` so that a misspelt field fails with one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cachetuner.config import REDIS_POLICIES, Policy, RedisConfig
+from cachetuner.errors import ConfigError
+from cachetuner.sim.params import SimParams
+from cachetuner.yamlconfig import format_validation_error, load_yaml
+
+_GIB = 1024**3
+
+#: The seed design's four policies of the ``discrete12`` action space (3 memory moves x 4 policies).
+DISCRETE12_POLICIES: tuple[Policy, ...] = ("allkeys-lru", "allkeys-lfu", "volatile-lru", "volatile-ttl")
+
+
+class WorkloadSpec(BaseModel):
+    """One workload: a trace file or ``synthetic:NAME``, read once with :func:`cachetuner.traces.read_trace`.
+
+    Arguments other than ``trace``/``name``/``weight`` are passed to ``read_trace`` unchanged
+    (``None`` = the reader's default).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    trace: str = Field(..., min_length=1, description="path or synthetic:NAME")
+    name: str | None = Field(None, description="label in info/plots; default = trace")
+    format: str = "auto"
+    size_model: str | None = None
+    rate: float | None = Field(None, gt=0, description="requests/s for traces without timestamps")
+    seed: int = 0
+    limit: int | None = Field(None, ge=1, description="read at most this many requests")
+    params: dict[str, Any] = Field(default_factory=dict, description="synthetic workload parameters")
+    weight: float = Field(1.0, gt=0, description="sampling weight among workloads at reset")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.trace
+
+
+class MemoryBounds(BaseModel):
+    """Range of ``maxmemory`` the tuner may choose. Absolute bytes win over fractions when both are set.
+
+    Fractions are of the workload's *working set*: the memory the simulator needs to hold every key of
+    the trace (values + key names + per-entry overhead), so bounds scale with each workload.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_bytes: int | None = Field(None, ge=1)
+    max_bytes: int | None = Field(None, ge=1)
+    min_fraction: float = Field(0.02, gt=0)
+    max_fraction: float = Field(1.0, gt=0)
+    initial_fraction: float = Field(0.25, gt=0, description="maxmemory at reset (clipped to the bounds)")
+    initial_bytes: int | None = Field(None, ge=1, description="absolute maxmemory at reset; wins over the fraction")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> MemoryBounds:
+        if self.min_fraction >= self.max_fraction:
+            raise ValueError("min_fraction must be < max_fraction")
+        if self.min_bytes is not None and self.max_bytes is not None and self.min_bytes >= self.max_bytes:
+            raise ValueError("min_bytes must be < max_bytes")
+        return self
+
+    def resolve(self, working_set_bytes: int | None) -> tuple[int, int]:
+        """``(lo, hi)`` in bytes; fractions need ``working_set_bytes``."""
+
+        def pick(absolute: int | None, fraction: float, what: str) -> int:
+            if absolute is not None:
+                return int(absolute)
+            if not working_set_bytes:
+                raise ConfigError(
+                    f"env.bounds.{what}_bytes: the backend has no working set to take a fraction of; set it in bytes"
+                )
+            return max(1, int(fraction * working_set_bytes))
+
+        lo, hi = pick(self.min_bytes, self.min_fraction, "min"), pick(self.max_bytes, self.max_fraction, "max")
+        if lo >= hi:
+            raise ConfigError(f"env.bounds: resolved min {lo} B >= max {hi} B; widen the bounds")
+        return lo, hi
+
+    def initial(self, working_set_bytes: int | None, lo: int, hi: int) -> int:
+        if self.initial_bytes is not None:
+            value = self.initial_bytes
+        elif working_set_bytes:
+            value = int(self.initial_fraction * working_set_bytes)
+        else:
+            value = int((lo * hi) ** 0.5)
+        return int(min(max(value, lo), hi))
+
+
+class ActionConfig(BaseModel):
+    """What the agent may change each interval.
+
+    ``multidiscrete``: ``[memory move, policy, timeout, (samples), (lfu-log-factor), (lfu-decay-time)]``;
+    the last three only when their choice lists are set. ``discrete12``: the seed design's
+    ``3 memory moves {down, hold, up} x 4 policies`` (:data:`DISCRETE12_POLICIES`), timeout unchanged.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    space: Literal["multidiscrete", "discrete12"] = "multidiscrete"
+    memory_steps: list[float] = Field(
+        default_factory=lambda: [-0.3, -0.1, 0.0, 0.1, 0.3],
+        min_length=1,
+        description="relative maxmemory changes (new = old * (1 + step), clipped to the bounds)",
+    )
+    policies: list[Policy] = Field(default_factory=lambda: list(REDIS_POLICIES), min_length=1)
+    timeouts: list[int] = Field(default_factory=lambda: [0, 30, 300], min_length=1)
+    samples: list[int] | None = Field(None, description="maxmemory-samples choices; None = not tuned")
+    lfu_log_factors: list[int] | None = Field(None, description="lfu-log-factor choices; None = not tuned")
+    lfu_decay_times: list[int] | None = Field(None, description="lfu-decay-time choices (minutes); None = not tuned")
+    discrete_step: float = Field(0.25, gt=0, lt=1, description="discrete12: relative size of a down/up move")
+
+    @model_validator(mode="after")
+    def _check(self) -> ActionConfig:
+        if any(s <= -1 for s in self.memory_steps):
+            raise ValueError("memory_steps must be > -1")
+        if len(set(self.policies)) != len(self.policies):
+            raise ValueError("policies has duplicates")
+        if any(t < 0 for t in self.timeouts):
+            raise ValueError("timeouts must be >= 0")
+        if self.samples is not None and any(not 1 <= s <= 64 for s in self.samples):
+            raise ValueError("samples must be within 1..64")
+        return self
+
+
+class RewardConfig(BaseModel):
+    """Reward weights; see :mod:`cachetuner.env.reward` for the formulas.
+
+    Defaults model an LLM-answer cache: a miss is one model call (``miss_cost`` cost units, e.g.
+    dollars), memory is priced per GiB-hour. The memory price is set so that on the synthetic
+    workloads the cost-optimal size lies strictly inside the bounds (see docs/env.md for the sweep).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["cost", "seed"] = "cost"
+    memory_cost_per_gb_hour: float = Field(2.0, ge=0, description="cost units per GiB of maxmemory per hour")
+    miss_cost: float = Field(0.0002, gt=0, description="cost units per backend (inference) call")
+    slo_penalty: float = Field(0.0, ge=0, description="cost units per interval whose p95 exceeds the SLO")
+    switch_cost: float = Field(0.0, ge=0, description="cost units per config change")
+    normalise: bool = Field(True, description="divide by miss_cost * gets of the interval (scale-free reward)")
+    clip: float = Field(10.0, gt=0, description="reward is clipped to [-clip, clip]")
+    w_hit: float = Field(0.6, description="seed reward: weight of the hit-ratio change")
+    w_latency: float = Field(0.3, description="seed reward: weight of log(p95 before / p95 now)")
+    w_memory: float = Field(0.1, description="seed reward: weight of the memory-utilisation change")
+
+
+class ObservationConfig(BaseModel):
+    """Normalisation references of the observation vector."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate_reference_rps: float | None = Field(
+        None, gt=0, description="request rate mapped to 0; None = the workload's mean rate"
+    )
+    rate_log_base: float = Field(16.0, gt=1, description="rate feature = log(rate/ref)/log(base), clipped to [-1, 1]")
+    volatility_window: int = Field(5, ge=2, description="intervals in the request-rate volatility (std/mean)")
+    clients_reference: float = Field(50.0, gt=0, description="clients feature = c / (c + reference)")
+
+
+class WhatIfConfig(BaseModel):
+    """Miniature simulations on a spatially hashed key sample (SHARDS); see :mod:`cachetuner.env.whatif`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    rate: float = Field(0.01, gt=0, le=1, description="share of the key space sampled")
+    min_keys: int = Field(2000, ge=0, description="raise the rate so that about this many keys are sampled")
+    modulus: int = Field(1 << 24, ge=2, description="P in 'keep key iff hash(key) mod P < rate * P'")
+    sizes: list[float] = Field(default_factory=lambda: [0.5, 0.75, 1.25, 1.5, 2.0], description="x current maxmemory")
+    policies: list[Policy] = Field(default_factory=lambda: ["allkeys-lru", "allkeys-lfu"])
+    mirror: bool = Field(True, description="also simulate the current config (x1.0) as a bias reference")
+    adjust: bool = Field(True, description="SHARDS-adj: correct for over/under-sampled references")
+
+
+class EnvConfig(BaseModel):
+    """Everything that defines a :class:`~cachetuner.env.cache_env.CacheTuningEnv`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workloads: list[WorkloadSpec] = Field(
+        default_factory=lambda: [WorkloadSpec(trace="synthetic:zipf")], min_length=1
+    )
+    interval_s: float = Field(60.0, gt=0, description="trace seconds per step (one tuning interval)")
+    episode_intervals: int | None = Field(
+        60, ge=1, description="steps per episode; None = the whole trace from its beginning"
+    )
+    warmup_intervals: int = Field(5, ge=0, description="intervals simulated before the first observation")
+    slo_p95_ms: float = Field(50.0, gt=0, description="latency SLO on p95 (observation scale and SLO penalty)")
+    initial_config: RedisConfig = Field(
+        default_factory=RedisConfig, description="config at reset; maxmemory comes from bounds.initial_*"
+    )
+    bounds: MemoryBounds = Field(default_factory=MemoryBounds)
+    actions: ActionConfig = Field(default_factory=ActionConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    observation: ObservationConfig = Field(default_factory=ObservationConfig)
+    whatif: WhatIfConfig = Field(default_factory=WhatIfConfig)
+    sim: SimParams = Field(
+        default_factory=SimParams,
+        description="simulator world model; its cost section is overridden by `reward` (one source of truth)",
+    )
+    max_episode_steps: int | None = Field(
+        None, ge=1, description="TimeLimit for registered ids; None = episode_intervals"
+    )
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, key: str | None = None) -> EnvConfig:
+        """Load from YAML (optionally the ``key`` section); bad fields raise a one-line :class:`ConfigError`."""
+        data: Any = load_yaml(path)
+        prefix = ""
+        if key is not None:
+            if key not in data:
+                raise ConfigError(f"{path}: field '{key}': missing section")
+            data, prefix = data[key], f"{key}."
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            msg = format_validation_error(e, str(path))
+            if prefix:
+                msg = msg.replace(": field '", f": field '{prefix}", 1)
+            raise ConfigError(msg) from None
+
+    @staticmethod
+    def gib(n_bytes: int) -> float:
+        return n_bytes / _GIB

@@ -1,0 +1,115 @@
+"""The observation vector: one interval's metrics, the current config and the what-if estimates.
+
+Every feature is scaled to a fixed range (mostly [0, 1], the request rate to [-1, 1]) so that one
+policy network works across workloads of very different rates and sizes; missing or NaN values
+(a live scrape gap, an interval without gets) become the neutral value 0, never NaN.
+The table of features is in :class:`~cachetuner.env.cache_env.CacheTuningEnv`'s docstring and docs/env.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+from gymnasium import spaces
+
+from cachetuner.config import REDIS_POLICIES, RedisConfig
+from cachetuner.env.config import EnvConfig
+from cachetuner.metrics import MetricsSnapshot
+
+#: (name, low, high) of the fixed part of the observation, in order.
+BASE_FEATURES: tuple[tuple[str, float, float], ...] = (
+    ("hit_ratio", 0.0, 1.0),
+    ("byte_hit_ratio", 0.0, 1.0),
+    ("request_rate", -1.0, 1.0),
+    ("rate_volatility", 0.0, 1.0),
+    ("memory_utilisation", 0.0, 1.5),
+    ("evictions_per_request", 0.0, 1.0),
+    ("expirations_per_request", 0.0, 1.0),
+    ("latency_p50", 0.0, 1.0),
+    ("latency_p95", 0.0, 1.0),
+    ("latency_p99", 0.0, 1.0),
+    ("l2_hit_ratio", 0.0, 1.0),
+    ("connected_clients", 0.0, 1.0),
+    ("rejected_writes_per_request", 0.0, 1.0),
+    ("maxmemory_position", 0.0, 1.0),
+    *((f"policy={p}", 0.0, 1.0) for p in REDIS_POLICIES),
+    ("timeout_index", 0.0, 1.0),
+    ("maxmemory_samples", 0.0, 1.0),
+    ("lfu_log_factor", 0.0, 1.0),
+    ("lfu_decay_time", 0.0, 1.0),
+)
+
+
+def _f(x: float) -> float:
+    return float(x) if math.isfinite(x) else 0.0
+
+
+def _ratio(num: float, den: float) -> float:
+    return min(max(num / den, 0.0), 1.0) if den > 0 else 0.0
+
+
+class ObservationBuilder:
+    """Builds the vector and owns the short request-rate history used for volatility."""
+
+    def __init__(self, cfg: EnvConfig, whatif_labels: list[str]) -> None:
+        self.cfg = cfg
+        self.whatif_labels = list(whatif_labels)
+        feats = list(BASE_FEATURES) + [(f"whatif:{lbl}", 0.0, 1.0) for lbl in self.whatif_labels]
+        self.names = [n for n, _, _ in feats]
+        self.low = np.array([lo for _, lo, _ in feats], dtype=np.float32)
+        self.high = np.array([hi for _, _, hi in feats], dtype=np.float32)
+        self.space = spaces.Box(self.low, self.high, dtype=np.float32)
+        self._rates: deque[float] = deque(maxlen=cfg.observation.volatility_window)
+        self.rate_reference = 1.0
+
+    def reset(self, rate_reference: float | None) -> None:
+        ref = self.cfg.observation.rate_reference_rps or rate_reference
+        self.rate_reference = float(ref) if ref and ref > 0 else 0.0
+        self._rates.clear()
+
+    def build(
+        self,
+        snap: MetricsSnapshot,
+        config: RedisConfig,
+        bounds: tuple[int, int],
+        whatif: dict[str, float] | None,
+    ) -> np.ndarray:
+        oc, slo = self.cfg.observation, self.cfg.slo_p95_ms
+        rate = snap.request_rate
+        if self.rate_reference <= 0 and rate > 0:  # no reference known: the first rate seen is the reference
+            self.rate_reference = rate
+        self._rates.append(rate)
+        rel = math.log(max(rate, 1e-9) / self.rate_reference) / math.log(oc.rate_log_base) if rate > 0 else -1.0
+        rates = np.asarray(self._rates)
+        vol = float(rates.std() / rates.mean()) if len(rates) > 1 and rates.mean() > 0 else 0.0
+        n = max(snap.requests, 1)
+        lo, hi = bounds
+        timeouts = self.cfg.actions.timeouts
+        t_idx = int(np.argmin([abs(t - config.timeout) for t in timeouts]))
+        base = [
+            _f(snap.hit_ratio),
+            _f(snap.byte_hit_ratio),
+            rel,
+            vol,
+            _f(snap.memory_utilisation),
+            snap.evictions / n,
+            snap.expirations / n,
+            *(_f(p) / (_f(p) + slo) for p in (snap.latency_p50_ms, snap.latency_p95_ms, snap.latency_p99_ms)),
+            _f(snap.l2_hit_ratio),
+            snap.connected_clients / (snap.connected_clients + oc.clients_reference),
+            snap.rejected_writes / n,
+            _ratio(config.maxmemory - lo, hi - lo),
+            *(1.0 if config.maxmemory_policy == p else 0.0 for p in REDIS_POLICIES),
+            t_idx / (len(timeouts) - 1) if len(timeouts) > 1 else 0.0,
+            math.log2(config.maxmemory_samples) / 6.0,
+            config.lfu_log_factor / 255.0,
+            min(config.lfu_decay_time, 60) / 60.0,
+        ]
+        est = whatif or {}
+        fallback = _f(snap.hit_ratio)
+        extra = [_f(est.get(lbl, fallback)) if math.isfinite(est.get(lbl, math.nan)) else fallback
+                 for lbl in self.whatif_labels]
+        vec = np.asarray(base + extra, dtype=np.float32)
+        return np.clip(np.nan_to_num(vec, nan=0.0), self.low, self.high)

@@ -1,0 +1,281 @@
+"""``SimBackend``: the :class:`~cachetuner.backend.CacheBackend` protocol over the simulator.
+
+Holds every workload's trace (each read once with :func:`cachetuner.traces.read_trace`), picks an
+episode window on :meth:`reset`, warms the cache up, then lets one interval of trace time pass per
+:meth:`step` through :class:`~cachetuner.sim.TieredCacheSim`. The env never asks whether it holds
+this or the live backend; the extras here (``bounds``, ``trace``, ``clone``, pinned resets) are
+what evaluation and hindsight baselines use.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numba as nb
+import numpy as np
+
+from cachetuner.backend import ApplyResult, RequestSample
+from cachetuner.config import RedisConfig
+from cachetuner.env.config import EnvConfig, WorkloadSpec
+from cachetuner.errors import BackendError, ConfigError
+from cachetuner.metrics import MetricsSnapshot
+from cachetuner.sim.memory import key_charge
+from cachetuner.sim.params import SimParams
+from cachetuner.traces.trace import Trace
+
+_TRACE_CACHE: OrderedDict[str, Trace] = OrderedDict()
+_TRACE_CACHE_SIZE = 16
+
+
+def load_workload(spec: WorkloadSpec) -> Trace:
+    """``read_trace`` with the spec's arguments; identical specs share one (immutable) Trace per process,
+    so that several envs (training, evaluation, vectorised copies) do not each regenerate it."""
+    from cachetuner.traces import read_trace
+
+    key = spec.model_dump_json(exclude={"name", "weight"})
+    if key in _TRACE_CACHE:
+        _TRACE_CACHE.move_to_end(key)
+        return _TRACE_CACHE[key]
+    kwargs: dict = {"seed": spec.seed, "params": dict(spec.params)}
+    for name in ("size_model", "rate", "limit"):
+        if getattr(spec, name) is not None:
+            kwargs[name] = getattr(spec, name)
+    trace = read_trace(spec.trace, spec.format, **kwargs)
+    if len(trace) == 0:
+        raise ConfigError(f"env.workloads: {spec.trace} has no requests")
+    _TRACE_CACHE[key] = trace
+    while len(_TRACE_CACHE) > _TRACE_CACHE_SIZE:
+        _TRACE_CACHE.popitem(last=False)
+    return trace
+
+
+@nb.njit(cache=True)
+def _sum_charges(flat: int, key_bytes: np.ndarray, sizes: np.ndarray, has_ttl: np.ndarray, seen: np.ndarray) -> int:
+    total = 0
+    for k in range(len(sizes)):
+        if seen[k]:
+            total += key_charge(flat, key_bytes[k], sizes[k], has_ttl[k])
+    return total
+
+
+def working_set_bytes(trace: Trace, params: SimParams) -> int:
+    """``used_memory`` the simulator would reach holding every key of ``trace`` at its last size
+    (the simulator's own per-key charge) plus Redis's fixed memory (empty instance + client buffers)."""
+    n = trace.n_keys
+    sizes = np.zeros(n, dtype=np.int64)
+    sizes[trace.keys] = trace.sizes
+    has_ttl = np.zeros(n, dtype=np.bool_)
+    has_ttl[trace.keys] = trace.ttls > 0
+    seen = np.zeros(n, dtype=np.bool_)
+    seen[trace.keys] = True
+    flat = -1 if params.memory.per_key_overhead is None else int(params.memory.per_key_overhead)
+    data = _sum_charges(flat, trace.key_bytes.astype(np.int64), sizes, has_ttl, seen)
+    fixed = params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes
+    return int(data + fixed)
+
+
+def sim_params_for(cfg: EnvConfig) -> SimParams:
+    """The env's SimParams with the cost section taken from ``cfg.reward`` (one source of truth)."""
+    cost = cfg.sim.cost.model_copy(
+        update={"miss_cost": cfg.reward.miss_cost, "memory_cost_per_gb_hour": cfg.reward.memory_cost_per_gb_hour}
+    )
+    return cfg.sim.model_copy(update={"cost": cost})
+
+
+class SimBackend:
+    """Simulated Redis over a set of workloads.
+
+    Args:
+        cfg: the env config (workloads, interval, window, bounds, initial config, sim params).
+        traces: already loaded traces, one per ``cfg.workloads`` entry (default: read them).
+
+    Attributes:
+        traces, working_sets: per workload; ``working_sets`` are in bytes (see :func:`working_set_bytes`).
+        workload_index: the workload of the current episode.
+        bounds: ``(min, max)`` maxmemory in bytes for the current workload.
+    """
+
+    def __init__(self, cfg: EnvConfig, traces: Sequence[Trace] | None = None) -> None:
+        self.cfg = cfg
+        self.interval_s = float(cfg.interval_s)
+        self.params = sim_params_for(cfg)
+        self.traces = list(traces) if traces is not None else [load_workload(w) for w in cfg.workloads]
+        if len(self.traces) != len(cfg.workloads):
+            raise ConfigError(f"env.workloads: {len(cfg.workloads)} specs but {len(self.traces)} traces given")
+        self.names = [w.label for w in cfg.workloads]
+        self.working_sets = [working_set_bytes(t, self.params) for t in self.traces]
+        w = np.array([s.weight for s in cfg.workloads], dtype=np.float64)
+        self._weights = w / w.sum()
+        self._sims: dict[int, object] = {}
+        self._rng = np.random.default_rng()
+        self.workload_index = 0
+        self.bounds = cfg.bounds.resolve(self.working_sets[0])
+        self._pos = self._stop = 0
+        self._t = self._t_end = 0.0
+        self._last = (0, 0)
+        self._started = False
+
+    # -- episode ------------------------------------------------------------------------------------------
+    @property
+    def trace(self) -> Trace:
+        return self.traces[self.workload_index]
+
+    @property
+    def workload_name(self) -> str:
+        return self.names[self.workload_index]
+
+    @property
+    def working_set(self) -> int:
+        return self.working_sets[self.workload_index]
+
+    @property
+    def rate_reference(self) -> float:
+        """The workload's mean request rate (requests/s), the observation's rate reference."""
+        t = self.trace
+        return len(t) / t.duration if t.duration > 0 else float(len(t)) / self.interval_s
+
+    def n_intervals(self, workload: int | None = None) -> int:
+        """Whole intervals in a workload's trace (at least 1)."""
+        t = self.traces[self.workload_index if workload is None else workload]
+        return max(1, int(math.ceil(t.duration / self.interval_s - 1e-9)))
+
+    def episode_length(self, workload: int | None = None) -> int:
+        """Steps of an episode on that workload (excluding warm-up)."""
+        total = self.n_intervals(workload)
+        k = self.cfg.episode_intervals
+        return max(1, total - self.cfg.warmup_intervals) if k is None else max(1, min(k, total - self.cfg.warmup_intervals))
+
+    def _resolve_workload(self, workload: int | str | None, rng: np.random.Generator) -> int:
+        if workload is None:
+            return int(rng.choice(len(self.traces), p=self._weights))
+        if isinstance(workload, str):
+            if workload not in self.names:
+                raise ConfigError(f"unknown workload {workload!r}; valid: {', '.join(self.names)}")
+            return self.names.index(workload)
+        if not 0 <= int(workload) < len(self.traces):
+            raise ConfigError(f"workload index {workload} out of range 0..{len(self.traces) - 1}")
+        return int(workload)
+
+    def reset(
+        self,
+        *,
+        seed: int | None = None,
+        workload: int | str | None = None,
+        start: int | str | None = None,
+        warmup: bool = True,
+    ) -> MetricsSnapshot:
+        """Pick a workload (by weight, or ``workload``) and a window (random, ``"begin"`` or an interval
+        index), reset the cache to the initial config and run the warm-up intervals (``warmup=False``
+        leaves them to the caller, as the env does to feed its what-if estimator).
+
+        Returns the last warm-up snapshot (an empty one without warm-up)."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        rng = self._rng
+        self.workload_index = self._resolve_workload(workload, rng)
+        trace = self.trace
+        total = self.n_intervals()
+        warm = self.cfg.warmup_intervals
+        k = self.cfg.episode_intervals
+        need = total if k is None else min(total, warm + k)
+        if start is None:
+            start_i = int(rng.integers(0, total - need + 1)) if k is not None else 0
+        elif start == "begin":
+            start_i = 0
+        elif isinstance(start, int | np.integer):
+            start_i = int(min(max(int(start), 0), total - need))
+        else:
+            raise ConfigError(f"reset option start={start!r}: use 'begin', an interval index or None")
+        t_first = float(trace.timestamps[0])
+        self._t = t_first + start_i * self.interval_s
+        self._t_end = self._t + need * self.interval_s
+        self._pos = trace.index_at(self._t)
+        self._stop = len(trace) if start_i + need >= total else trace.index_at(self._t_end)
+        self.bounds = self.cfg.bounds.resolve(self.working_set)
+        lo, hi = self.bounds
+        initial = self.cfg.initial_config.evolve(maxmemory=self.cfg.bounds.initial(self.working_set, lo, hi))
+        sim = self._sims.get(self.workload_index)
+        if sim is None:
+            from cachetuner.sim import TieredCacheSim
+
+            sim = TieredCacheSim(
+                n_keys=trace.n_keys,
+                config=initial,
+                params=self.params,
+                seed=int(rng.integers(2**31)),
+                key_bytes=trace.key_bytes,
+            )
+            self._sims[self.workload_index] = sim
+        else:
+            sim.seed = int(rng.integers(2**31))  # type: ignore[attr-defined]  # reset() restarts from .seed
+            sim.reset()  # type: ignore[attr-defined]
+            sim.apply_config(initial)  # type: ignore[attr-defined]
+        self._sim = sim
+        self._started = True
+        self._last = (self._pos, self._pos)
+        snap = MetricsSnapshot(interval_s=self.interval_s, maxmemory=initial.maxmemory, config=initial)
+        for _ in range(min(warm, need - 1) if warmup else 0):
+            snap = self.step()
+        return snap
+
+    # -- CacheBackend -------------------------------------------------------------------------------------
+    @property
+    def config(self) -> RedisConfig:
+        if not self._started:
+            return self.cfg.initial_config
+        return self._sim.config  # type: ignore[attr-defined]
+
+    def apply(self, config: RedisConfig) -> ApplyResult:
+        self._require_started()
+        try:
+            self._sim.apply_config(config)  # type: ignore[attr-defined]
+        except (ValueError, ConfigError) as e:
+            return ApplyResult(ok=False, requested=config, applied=self.config, error=str(e))
+        return ApplyResult(ok=True, requested=config, applied=self.config)
+
+    def step(self) -> MetricsSnapshot:
+        self._require_started()
+        if self.exhausted:
+            raise BackendError("SimBackend: the episode window is exhausted; call reset()")
+        self._t += self.interval_s
+        i0 = self._pos
+        i1 = self._stop if self._t >= self._t_end - 1e-9 else min(self.trace.index_at(self._t), self._stop)
+        # ``until``: idle-client timeouts and active expiry keep running to the end of the interval.
+        snap = self._sim.run(self.trace, i0, i1, interval_s=self.interval_s, until=self._t)  # type: ignore[attr-defined]
+        self._pos = i1
+        self._last = (i0, i1)
+        return snap
+
+    def recent_requests(self) -> RequestSample:
+        """Every request of the last interval (rate 1.0; the what-if estimator samples them itself)."""
+        i0, i1 = self._last
+        t = self.trace
+        return RequestSample(
+            keys=t.keys[i0:i1], sizes=t.sizes[i0:i1], timestamps=t.timestamps[i0:i1],
+            ops=t.ops[i0:i1], ttls=t.ttls[i0:i1], rate=1.0,
+        )
+
+    @property
+    def exhausted(self) -> bool:
+        return self._started and self._t >= self._t_end - 1e-9
+
+    def close(self) -> None:
+        self._sims.clear()
+        self._started = False
+
+    def clone(self) -> SimBackend:
+        """Deep copy of the episode state and the simulator (traces are shared: they are immutable)."""
+        new = copy.copy(self)
+        new._rng = copy.deepcopy(self._rng)
+        new._sims = {}
+        if self._started:  # only the current workload's simulator has state worth copying
+            new._sim = self._sim.clone()  # type: ignore[attr-defined]
+            new._sims[self.workload_index] = new._sim
+        return new
+
+    def _require_started(self) -> None:
+        if not self._started:
+            raise BackendError("SimBackend: call reset() before step()/apply()")

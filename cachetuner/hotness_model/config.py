@@ -1,0 +1,72 @@
+"""The typed config of a hotness experiment (``experiments/hotness*.yaml``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachetuner.hotness_model.baselines import BaselineConfig
+from cachetuner.hotness_model.dataset import DatasetConfig
+from cachetuner.hotness_model.model import LSTMConfig
+from cachetuner.yamlconfig import load_model
+
+
+class TraceSource(BaseModel):
+    """Which trace to learn from: a file path or ``synthetic:NAME`` (passed to ``read_trace``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(..., description="trace file, or synthetic:NAME (synthetic:periodic-rotation is built in)")
+    format: str = "auto"
+    size_model: str | None = Field(None, description="size model for traces without sizes, e.g. fixed:4096")
+    rate: float | None = Field(None, gt=0, description="requests/s for traces without timestamps")
+    limit: int | None = Field(None, ge=1, description="read at most this many requests")
+    seed: int = 0
+
+
+class TrainConfig(BaseModel):
+    """Optimiser settings. ``max_seconds`` caps wall time so a run stays a 1-2 minute CPU job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    epochs: int = Field(6, ge=1)
+    batch_size: int = Field(256, ge=1)
+    lr: float = Field(2e-3, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    max_train_rows: int = Field(60000, ge=100, description="uniform subsample of the training windows")
+    max_seconds: float | None = Field(120.0, gt=0, description="stop after the epoch that passes this")
+    seed: int = 0
+
+
+class TrackingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    experiment: str = "hotness"
+    tracking_uri: str | None = None
+
+
+class HotnessExperiment(BaseModel):
+    """One experiment: trace + dataset + model + training + baselines + tracking + output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "hotness"
+    trace: TraceSource
+    dataset: DatasetConfig = DatasetConfig()
+    model: LSTMConfig = LSTMConfig()
+    train: TrainConfig = TrainConfig()
+    baselines: BaselineConfig = BaselineConfig()
+    tracking: TrackingConfig = TrackingConfig()
+    output_dir: str = Field("runs/hotness", description="model.pt, hotness.json and plots go below this")
+
+
+def load_experiment(path: str | Path) -> HotnessExperiment:
+    """Read and validate a hotness YAML (one-line ConfigError naming file and field)."""
+    cfg = load_model(HotnessExperiment, path)
+    if cfg.model.seq_len != cfg.dataset.seq_len:
+        from cachetuner.errors import ConfigError
+
+        raise ConfigError(f"{path}: field 'model.seq_len': must equal dataset.seq_len ({cfg.dataset.seq_len})")
+    return cfg

@@ -1,0 +1,511 @@
+"""Trace replay into a real Redis, as a read-through application would, pipelined.
+
+Each trace request becomes:
+
+* ``GET`` (read-through): ``GET ct:{key}``; on a miss the application calls its backend (an LLM,
+  a database) and then ``SET ct:{key} <size bytes> [PX ttl]``.
+* ``SET``: ``SET ct:{key} <size bytes> [PX ttl]``; ``DELETE``: ``DEL ct:{key}``.
+
+Requests are sent in pipelined batches of ``pipeline`` commands over one connection. A batch never
+contains the same key twice: a request whose key is already in the batch is deferred to the head of
+the next batch (with every later request of that key), and the fills of a batch's misses go at the
+head of the next batch, before any request sent after them. Every request therefore sees the effect
+of all earlier requests *of its key*, exactly as in a sequential client, so hit/miss outcomes match
+sequential replay except when an eviction falls between a miss and its fill. Requests of different
+keys may be reordered by a batch or two (microseconds apart), which neither Redis's 1 s LRU clock
+nor its minute-based LFU decay can see.
+
+Miss latency is *accounted, not slept*: the backend call is not performed; a miss is recorded in the
+latency histogram as ``batch round trip + backend latency + fill round trip`` (the fill round trip is
+approximated by the batch's), with the backend latency drawn lognormal (median
+``miss_latency_ms``, log-sigma ``miss_sigma``, as the simulator's latency model). A hit records the
+batch round trip, which is what a pipelined client sees. So the pipeline keeps Redis busy at full
+speed and the histogram still shows what users would wait.
+
+Metrics (prometheus_client, own registry, loopback HTTP port registered in the stack's file_sd):
+``cachetuner_request_latency_seconds`` (histogram with :data:`~cachetuner.metrics.LATENCY_BUCKETS_S`),
+``cachetuner_requests_total{op}``, ``cachetuner_hits_total``, ``cachetuner_misses_total``,
+``cachetuner_sets_total`` (explicit sets + fills), ``cachetuner_rejected_writes_total`` (OOM replies),
+``cachetuner_errors_total``, ``cachetuner_requested_bytes_total``, ``cachetuner_hit_bytes_total``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import hiredis
+import numpy as np
+from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client.core import HistogramMetricFamily
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachetuner.errors import ConfigError
+from cachetuner.live import sampling
+from cachetuner.live.resp import RespConnection
+from cachetuner.live.stack import SCRAPE_INTERVAL_S, load_state, register_target
+from cachetuner.metrics import LATENCY_BUCKETS_S, histogram_quantile
+from cachetuner.traces.trace import Op, Trace
+
+#: Redis key name of trace key id ``i`` is ``KEY_PREFIX + str(i)`` (the traces' key_bytes assume it).
+KEY_PREFIX = "ct:"
+#: Traces up to this many requests are converted to Python lists for the hot loop.
+LIST_MAX_REQUESTS = 3_000_000
+
+
+class ReplayOptions(BaseModel):
+    """How to replay. Pacing: ``rate`` (requests/s), else ``speedup`` over trace timestamps, else flat out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate: float | None = Field(None, gt=0, description="fixed request rate (req/s); request i is due at i/rate")
+    speedup: float | None = Field(None, gt=0, description="replay trace timestamps this many times faster")
+    duration_s: float = Field(600.0, gt=0, description="stop after this many wall seconds")
+    max_requests: int | None = Field(None, ge=1, description="stop after this many requests")
+    start: int = Field(0, ge=0, description="first trace request to replay")
+    loop: bool = Field(False, description="wrap around at the end of the trace (bounded by duration/max_requests)")
+    pipeline: int = Field(64, ge=1, le=10_000, description="commands per pipelined round trip")
+    metrics_port: int | None = Field(0, ge=0, description="prometheus_client port on 127.0.0.1; 0 = free port; None = off")
+    sample_rate: float = Field(sampling.DEFAULT_SAMPLE_RATE, ge=0, le=1, description="share of keys published to the stream")
+    stream_prefix: str = Field("cachetuner:", description="the sampled-request stream is {prefix}sampled")
+    stream_maxlen: int = Field(sampling.DEFAULT_MAXLEN, ge=1)
+    miss_latency_ms: float = Field(900.0, ge=0, description="median simulated backend call on a miss")
+    miss_sigma: float = Field(0.6, ge=0, description="lognormal sigma of the backend call")
+    stack_dir: str | None = Field(None, description="register the metrics port in this stack's file_sd folder")
+    scrape_wait_s: float = Field(
+        20.0, ge=0, description="with stack_dir: wait up to this long for Prometheus's first scrape before sending"
+    )
+    linger_s: float = Field(2.5 * SCRAPE_INTERVAL_S, ge=0, description="keep /metrics up this long after the end")
+    record_send_times: bool = Field(False, description="keep each request's wall-clock send time (fidelity runs)")
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.rate is not None and self.speedup is not None:
+            raise ConfigError("replay: give --rate or --speedup, not both")
+
+
+@dataclass
+class ReplayResult:
+    """What one replay did, counted on the client side."""
+
+    requests: int = 0
+    gets: int = 0
+    hits: int = 0
+    misses: int = 0
+    sets: int = 0          # explicit sets + read-through fills
+    fills: int = 0
+    deletes: int = 0
+    rejected_writes: int = 0
+    errors: int = 0
+    commands: int = 0      # commands sent to Redis (incl. fills and stream XADDs)
+    round_trips: int = 0
+    elapsed_s: float = 0.0
+    requests_per_s: float = 0.0
+    commands_per_s: float = 0.0
+    latency_p50_ms: float = 0.0
+    latency_p95_ms: float = 0.0
+    latency_p99_ms: float = 0.0
+    next_index: int = 0    # trace index after the last replayed request
+    stopped_by: str = ""
+    metrics_port: int | None = None
+    wall_start: float = 0.0  # Unix time the first batch was sent
+    wall_end: float = 0.0
+    send_times: np.ndarray | None = None  # per trace index, Unix send time (record_send_times; NaN = not sent)
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.hits / self.gets if self.gets else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("send_times")
+        return {**d, "hit_ratio": self.hit_ratio}
+
+
+class BatchHistogram:
+    """A Prometheus histogram fed a whole batch of observations at once (numpy bucketing).
+
+    ``prometheus_client.Histogram.observe`` costs microseconds per call, too much at 100k req/s; this
+    collector keeps the same exposition (``_bucket{le}``, ``_sum``, ``_count``) with the shared buckets.
+    """
+
+    def __init__(self, name: str, documentation: str, registry: CollectorRegistry, buckets: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
+        self.name, self.documentation = name, documentation
+        self.bounds = np.asarray(buckets, dtype=np.float64)
+        self.counts = np.zeros(len(buckets) + 1, dtype=np.int64)
+        self.sum = 0.0
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def observe_many(self, values: np.ndarray) -> None:
+        idx = np.searchsorted(self.bounds, values, side="left")
+        add = np.bincount(idx, minlength=len(self.counts))
+        s = float(values.sum())
+        with self._lock:
+            self.counts += add
+            self.sum += s
+
+    def observe_n(self, value: float, n: int) -> None:
+        i = int(np.searchsorted(self.bounds, value, side="left"))
+        with self._lock:
+            self.counts[i] += n
+            self.sum += value * n
+
+    def collect(self):  # noqa: ANN201 (prometheus_client collector protocol)
+        with self._lock:
+            cum = np.cumsum(self.counts)
+            total_sum = self.sum
+        buckets = [(repr(float(b)), int(c)) for b, c in zip(self.bounds, cum[:-1], strict=True)]
+        buckets.append(("+Inf", int(cum[-1])))
+        yield HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=total_sum)
+
+    def describe(self):  # noqa: ANN201
+        return []
+
+
+class ReplayMetrics:
+    """The replayer's Prometheus metrics in their own registry (several replayers per process are fine)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.latency = BatchHistogram(
+            "cachetuner_request_latency_seconds", "Client-side request latency (misses include the simulated backend call)", r
+        )
+        self.requests = Counter("cachetuner_requests", "Trace requests replayed", ["op"], registry=r)
+        self.hits = Counter("cachetuner_hits", "GETs answered from Redis", registry=r)
+        self.misses = Counter("cachetuner_misses", "GETs that missed (read-through fill follows)", registry=r)
+        self.sets = Counter("cachetuner_sets", "SETs sent: explicit sets and read-through fills", registry=r)
+        self.rejected = Counter("cachetuner_rejected_writes", "SETs refused with OOM (noeviction)", registry=r)
+        self.errors = Counter("cachetuner_errors", "Error replies other than OOM", registry=r)
+        self.req_bytes = Counter("cachetuner_requested_bytes", "Bytes requested by GETs (trace sizes)", registry=r)
+        self.hit_bytes = Counter("cachetuner_hit_bytes", "Bytes of GETs served by Redis (trace sizes)", registry=r)
+        self._req = {op: self.requests.labels(op=op.name.lower()) for op in Op}
+
+    def serve(self, port: int) -> tuple[object, int]:
+        server, _thread = start_http_server(port, addr="127.0.0.1", registry=self.registry)
+        return server, int(server.server_port)
+
+
+class _Encoder:
+    """Pre-encoded commands per key and value size (the hot loop only joins bytes)."""
+
+    def __init__(self, n_keys: int) -> None:
+        self._get: list[bytes | None] = [None] * n_keys
+        self._name: list[bytes | None] = [None] * n_keys
+        self._values: dict[int, bytes] = {}
+
+    def name(self, k: int) -> bytes:
+        b = self._name[k]
+        if b is None:
+            kn = b"%s%d" % (KEY_PREFIX.encode(), k)
+            b = self._name[k] = b"$%d\r\n%s\r\n" % (len(kn), kn)
+        return b
+
+    def get(self, k: int) -> bytes:
+        b = self._get[k]
+        if b is None:
+            b = self._get[k] = b"*2\r\n$3\r\nGET\r\n" + self.name(k)
+        return b
+
+    def set(self, k: int, size: int, ttl_s: float) -> bytes:
+        v = self._values.get(size)
+        if v is None:
+            v = self._values[size] = b"$%d\r\n%s\r\n" % (size, b"x" * size)
+        if ttl_s > 0:
+            ms = b"%d" % max(1, round(ttl_s * 1000))
+            return b"*5\r\n$3\r\nSET\r\n" + self.name(k) + v + b"$2\r\nPX\r\n$%d\r\n%s\r\n" % (len(ms), ms)
+        return b"*3\r\n$3\r\nSET\r\n" + self.name(k) + v
+
+    def delete(self, k: int) -> bytes:
+        return b"*2\r\n$3\r\nDEL\r\n" + self.name(k)
+
+
+def _wait_scraped(stack_dir: str, port: int, timeout_s: float) -> bool:
+    """Wait until the stack's Prometheus has scraped ``127.0.0.1:port`` once.
+
+    Prometheus applies file_sd changes at most every 5 s, so without this the first seconds of a
+    replay would be invisible to the live backend (and land, all at once, in a later interval).
+    """
+    info = load_state(stack_dir)
+    if info is None or timeout_s <= 0:
+        return False
+    query = urllib.parse.quote(f'up{{instance="127.0.0.1:{port}"}} == 1')
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{info.prometheus_url}/api/v1/query?query={query}", timeout=2) as r:  # noqa: S310
+                if json.loads(r.read()).get("data", {}).get("result"):
+                    return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.25)
+    return False
+
+
+def _is_oom(reply: object) -> bool:
+    return isinstance(reply, hiredis.ReplyError) and str(reply).startswith("OOM")
+
+
+def replay(
+    trace: Trace,
+    redis_url: str,
+    options: ReplayOptions | None = None,
+    *,
+    metrics: ReplayMetrics | None = None,
+    stop: threading.Event | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ReplayResult:
+    """Replay ``trace`` into ``redis_url``; returns client-side counts. Stops by itself (end, count, time, ``stop``)."""
+    opt = options or ReplayOptions()
+    opt.check()
+    n = len(trace)
+    if n == 0:
+        raise ConfigError(f"replay: trace {trace.name} has no requests")
+    if opt.start >= n:
+        raise ConfigError(f"replay: --start {opt.start} is past the end of {trace.name} ({n} requests)")
+    limit = opt.max_requests if opt.max_requests is not None else (None if opt.loop else n - opt.start)
+    metrics = metrics or ReplayMetrics()
+    server, port, target = None, None, None
+    if opt.metrics_port is not None:
+        server, port = metrics.serve(opt.metrics_port)
+        if opt.stack_dir:
+            target = register_target(opt.stack_dir, f"replay-{os.getpid()}-{port}", port)
+            _wait_scraped(opt.stack_dir, port, opt.scrape_wait_s)
+
+    # Python lists index ~5x faster than numpy arrays in the per-request loop (memory: ~4 x 36 B a request).
+    as_list = n <= LIST_MAX_REQUESTS
+    keys = trace.keys.tolist() if as_list else trace.keys
+    sizes = trace.sizes.tolist() if as_list else trace.sizes
+    ops = trace.ops.tolist() if as_list else trace.ops
+    ttls = trace.ttls.tolist() if as_list else trace.ttls
+    ts = trace.timestamps
+    read_only = trace.read_only
+    enc = _Encoder(trace.n_keys)
+    sampled = sampling.sampled_mask(trace.keys, opt.sample_rate).tolist() if opt.sample_rate > 0 else None
+    skey = sampling.stream_key(opt.stream_prefix).encode()
+    xadd_head = b"$4\r\nXADD\r\n$%d\r\n%s\r\n$6\r\nMAXLEN\r\n$1\r\n~\r\n" % (len(skey), skey)
+    xadd_tail = b"$%d\r\n%d\r\n$1\r\n*\r\n" % (len(str(opt.stream_maxlen)), opt.stream_maxlen)
+    rate_field = repr(float(opt.sample_rate)).encode()
+    rng = np.random.default_rng(opt.seed)
+    miss_median_s = opt.miss_latency_ms / 1000.0
+    hist = metrics.latency
+    get_op, set_op = int(Op.GET), int(Op.SET)
+    res = ReplayResult(metrics_port=port)
+    conn = RespConnection(redis_url)
+    send_times = np.full(n, np.nan) if opt.record_send_times else None
+    res.send_times = send_times
+    pending_fills: list[bytes] = []  # read-through SETs of the last batch's misses
+    pending_xadds: list[bytes] = []  # sampled-request stream entries of the last batch
+    i = opt.start
+    done = 0   # requests replayed
+    taken = 0  # requests consumed from the trace cursor (replayed or deferred)
+    deferred: list[int] = []  # trace indices postponed because their key was already in the batch
+    t0 = time.perf_counter()
+    res.wall_start = time.time()
+    deadline = t0 + opt.duration_s
+    ts0 = float(ts[opt.start])
+    loop_offset = 0.0
+    c_get = c_set = c_del = c_hit = c_miss = c_fill = c_rej = c_err = 0
+    b_req = b_hit = 0
+    try:
+        while True:
+            if limit is not None and taken >= limit and not deferred:
+                res.stopped_by = "max_requests" if opt.max_requests is not None else "end_of_trace"
+                break
+            if stop is not None and stop.is_set():
+                res.stopped_by = "stop"
+                break
+            now = time.perf_counter()
+            if now >= deadline:
+                res.stopped_by = "duration"
+                break
+            if i >= n and not deferred:
+                if not opt.loop:
+                    res.stopped_by = "end_of_trace"
+                    break
+                loop_offset += float(ts[-1] - ts0) + (1.0 / opt.rate if opt.rate else 0.0)
+                i = opt.start
+            # Pacing: wait until the first request of the batch is due.
+            if opt.rate is not None:
+                due = t0 + done / opt.rate
+            elif opt.speedup is not None:
+                due = t0 + (float(ts[min(i, n - 1)]) - ts0 + loop_offset) / opt.speedup
+            else:
+                due = now
+            if due > now:
+                if due > deadline:
+                    res.stopped_by = "duration"
+                    break
+                time.sleep(due - now)
+
+            # Build one batch: pending fills/XADDs first, then up to `pipeline` requests with distinct keys.
+            fills_in_pending = len(pending_fills)
+            cmds = pending_fills + pending_xadds
+            n_pending = len(cmds)
+            pending_fills = []
+            pending_xadds = []
+            seen: set[int] = set()
+            batch_idx: list[int] = []
+            room = max(1, opt.pipeline - n_pending)
+            # Earlier-deferred requests first (trace order), then new ones from the cursor; a request
+            # whose key is already in this batch is deferred to the next one (it must see the fill).
+            old, deferred = deferred, []
+            pos_old = 0
+            j = i
+            scan_budget = 8 * room
+            while len(batch_idx) < room:
+                if pos_old < len(old):
+                    idx = old[pos_old]
+                    pos_old += 1
+                else:
+                    if j >= n or scan_budget <= 0 or (limit is not None and taken >= limit):
+                        break
+                    idx = j
+                    j += 1
+                    taken += 1
+                    scan_budget -= 1
+                k = int(keys[idx])
+                if k in seen:
+                    deferred.append(idx)
+                    continue
+                seen.add(k)
+                op = int(ops[idx])
+                if op == get_op:
+                    cmds.append(enc.get(k))
+                elif op == set_op:
+                    cmds.append(enc.set(k, int(sizes[idx]), float(ttls[idx])))
+                else:
+                    cmds.append(enc.delete(k))
+                batch_idx.append(idx)
+            deferred.extend(old[pos_old:])
+            t_send = time.perf_counter()
+            if send_times is not None:
+                send_times[batch_idx] = time.time()
+            replies = conn.roundtrip(cmds)
+            rtt = time.perf_counter() - t_send
+            res.round_trips += 1
+            res.commands += len(cmds)
+            # Replies of last batch's fills.
+            for r in replies[:fills_in_pending]:
+                if isinstance(r, hiredis.ReplyError):
+                    if _is_oom(r):
+                        c_rej += 1
+                    else:
+                        c_err += 1
+            n_miss = n_hit_here = 0
+            wall = time.time()
+            for pos, idx in enumerate(batch_idx):
+                r = replies[n_pending + pos]
+                op = int(ops[idx])
+                k = int(keys[idx])
+                hit = 0
+                if op == get_op:
+                    c_get += 1
+                    sz = int(sizes[idx])
+                    b_req += sz
+                    if isinstance(r, hiredis.ReplyError):
+                        c_err += 1
+                    elif r is None:
+                        c_miss += 1
+                        n_miss += 1
+                        if read_only:
+                            pending_fills.append(enc.set(k, sz, float(ttls[idx])))
+                            c_fill += 1
+                    else:
+                        c_hit += 1
+                        n_hit_here += 1
+                        b_hit += sz
+                        hit = 1
+                elif op == set_op:
+                    c_set += 1
+                    if isinstance(r, hiredis.ReplyError):
+                        if _is_oom(r):
+                            c_rej += 1
+                        else:
+                            c_err += 1
+                else:
+                    c_del += 1
+                    if isinstance(r, hiredis.ReplyError):
+                        c_err += 1
+                if sampled is not None and sampled[idx]:
+                    body = b"k %d s %d o %d t %.6f ttl %g h %d r %s" % (
+                        k, int(sizes[idx]), op, wall, float(ttls[idx]), hit, rate_field,
+                    )
+                    fields = body.split(b" ")
+                    parts = [b"*%d\r\n" % (6 + len(fields)), xadd_head, xadd_tail]
+                    parts.extend(b"$%d\r\n%s\r\n" % (len(f), f) for f in fields)
+                    pending_xadds.append(b"".join(parts))
+            # Latency: every request of the batch waited one round trip; misses add the backend call + fill.
+            n_req = len(batch_idx)
+            if n_req - n_miss:
+                hist.observe_n(rtt, n_req - n_miss)
+            if n_miss:
+                backend = miss_median_s * np.exp(opt.miss_sigma * rng.standard_normal(n_miss)) if opt.miss_sigma else np.full(n_miss, miss_median_s)
+                hist.observe_many(2 * rtt + backend)
+            done += n_req
+            i = j
+            if progress is not None:
+                progress(n_req)
+            # Counters are pushed per batch (cheap: a handful of locked adds).
+            metrics._req[Op.GET].inc(c_get)
+            metrics._req[Op.SET].inc(c_set)
+            metrics._req[Op.DELETE].inc(c_del)
+            metrics.hits.inc(c_hit)
+            metrics.misses.inc(c_miss)
+            metrics.sets.inc(c_set + c_fill)
+            metrics.rejected.inc(c_rej)
+            metrics.errors.inc(c_err)
+            metrics.req_bytes.inc(b_req)
+            metrics.hit_bytes.inc(b_hit)
+            res.gets += c_get
+            res.hits += c_hit
+            res.misses += c_miss
+            res.fills += c_fill
+            res.sets += c_set + c_fill
+            res.deletes += c_del
+            res.rejected_writes += c_rej
+            res.errors += c_err
+            c_get = c_set = c_del = c_hit = c_miss = c_fill = c_rej = c_err = 0
+            b_req = b_hit = 0
+        # Flush the last fills so Redis ends in the state a sequential client would leave.
+        if pending_fills or pending_xadds:
+            replies = conn.roundtrip(pending_fills + pending_xadds)
+            res.commands += len(pending_fills) + len(pending_xadds)
+            res.round_trips += 1
+            for r in replies[: len(pending_fills)]:
+                if _is_oom(r):
+                    res.rejected_writes += 1
+                    metrics.rejected.inc()
+                elif isinstance(r, hiredis.ReplyError):
+                    res.errors += 1
+                    metrics.errors.inc()
+    finally:
+        conn.close()
+        res.elapsed_s = time.perf_counter() - t0
+        res.wall_end = time.time()
+        res.requests = res.gets + res.sets - res.fills + res.deletes
+        res.next_index = i
+        if res.elapsed_s > 0:
+            res.requests_per_s = res.requests / res.elapsed_s
+            res.commands_per_s = res.commands / res.elapsed_s
+        with hist._lock:
+            counts = hist.counts.copy()
+        for q, attr in ((0.5, "latency_p50_ms"), (0.95, "latency_p95_ms"), (0.99, "latency_p99_ms")):
+            v = histogram_quantile(q, counts)
+            setattr(res, attr, 0.0 if np.isnan(v) else v * 1000.0)
+        if server is not None:
+            if target is not None and opt.linger_s > 0:
+                time.sleep(opt.linger_s)  # let Prometheus scrape the final counters
+            if target is not None:
+                Path(target).unlink(missing_ok=True)
+            server.shutdown()  # type: ignore[attr-defined]
+            server.server_close()  # type: ignore[attr-defined]
+    return res

@@ -1,0 +1,385 @@
+"""A local observability stack: redis-server + prometheus-redis-exporter + prometheus, on free loopback ports.
+
+Used by ``cachetuner stack up/down``, the integration tests, ``bench replay``, ``fidelity`` and
+``live-eval``. Every process is started in its own session (its PID is its process-group id) and
+recorded in ``DIR/stack.json`` right after it is spawned, so ``stack down`` can stop everything by
+PID even when the command that started the stack was killed half-way. Before killing, the recorded
+command line is compared with ``/proc/PID/cmdline`` so a recycled PID is never hit.
+
+Load generators register their ``/metrics`` port by writing a file into ``DIR/targets/`` (Prometheus
+``file_sd``), see :meth:`LocalStack.register_target`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from cachetuner.errors import ServiceError
+
+REDIS_SERVER = "/usr/bin/redis-server"
+REDIS_EXPORTER = "/usr/bin/prometheus-redis-exporter"
+PROMETHEUS = "/usr/bin/prometheus"
+
+#: Prometheus scrape interval of the stack; the live backend waits this long after an interval
+#: boundary before reading, so the boundary sample has been ingested.
+SCRAPE_INTERVAL_S = 1.0
+STATE_FILE = "stack.json"
+TARGETS_DIR = "targets"
+#: Prometheus job name of load generators registered through file_sd.
+REPLAY_JOB = "cachetuner-replay"
+
+
+def free_port() -> int:
+    """A currently free loopback TCP port (bind to port 0); a small race with other users is accepted."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class StackInfo:
+    """What ``stack.json`` records: ports, URLs and the PID + command line of each process."""
+
+    dir: str
+    redis_port: int = 0
+    exporter_port: int = 0
+    prometheus_port: int = 0
+    maxmemory: int = 0
+    pids: dict[str, int] = field(default_factory=dict)
+    cmdlines: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def redis_url(self) -> str:
+        return f"redis://127.0.0.1:{self.redis_port}/0"
+
+    @property
+    def exporter_url(self) -> str:
+        return f"http://127.0.0.1:{self.exporter_port}/metrics"
+
+    @property
+    def prometheus_url(self) -> str:
+        return f"http://127.0.0.1:{self.prometheus_port}"
+
+    def urls(self) -> dict[str, str]:
+        return {"redis": self.redis_url, "exporter": self.exporter_url, "prometheus": self.prometheus_url}
+
+
+def _proc_cmdline(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    parts = [p.decode(errors="replace") for p in raw.split(b"\0") if p]
+    return parts or None
+
+
+def _is_same_process(pid: int, cmdline: list[str]) -> bool:
+    """True when ``pid`` still runs the recorded command (guards against PID reuse).
+
+    redis-server rewrites its argv (``redis-server 127.0.0.1:PORT``), so only the executable's base
+    name and, for redis, the port are compared.
+    """
+    current = _proc_cmdline(pid)
+    if not current or not cmdline:
+        return False
+    exe = os.path.basename(cmdline[0])
+    if os.path.basename(current[0].split()[0]) != exe:
+        return False
+    if exe == "redis-server":
+        port = cmdline[cmdline.index("--port") + 1] if "--port" in cmdline else ""
+        return f":{port}" in " ".join(current)
+    return current == cmdline
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            # Reap it if it is our child; otherwise just probe.
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                return True
+        except ChildProcessError:
+            pass
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if _proc_cmdline(pid) is None or _is_zombie(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _http_get(url: str, timeout: float = 2.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 (loopback only)
+        return r.read()
+
+
+class LocalStack:
+    """Start / stop the three processes under ``dir``; a context manager for tests and commands.
+
+    Args:
+        dir: where configs, data, logs, ``stack.json`` and the file_sd ``targets/`` folder go.
+        maxmemory: Redis's ``maxmemory`` at start (bytes; 0 = unlimited).
+        maxmemory_policy: Redis's policy at start.
+        ready_timeout_s: how long :meth:`up` waits for every readiness check.
+        redis_only: start redis-server alone (benchmarks, fidelity runs: no exporter client in Redis).
+    """
+
+    def __init__(
+        self,
+        dir: str | os.PathLike[str],
+        *,
+        maxmemory: int = 64 * 1024 * 1024,
+        maxmemory_policy: str = "allkeys-lru",
+        ready_timeout_s: float = 60.0,
+        redis_only: bool = False,
+    ) -> None:
+        self.dir = Path(dir).resolve()
+        self.maxmemory = maxmemory
+        self.maxmemory_policy = maxmemory_policy
+        self.ready_timeout_s = ready_timeout_s
+        self.redis_only = redis_only
+        self.info = StackInfo(dir=str(self.dir), maxmemory=maxmemory)
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> LocalStack:
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    def up(self) -> StackInfo:
+        """Write configs, spawn the three processes (recording each PID at once), wait until ready."""
+        if (self.dir / STATE_FILE).exists():
+            old = load_state(self.dir)
+            if old and any(_is_same_process(p, old.cmdlines.get(n, [])) for n, p in old.pids.items()):
+                raise ServiceError(f"a stack is already running in {self.dir} (run `cachetuner stack down --dir {self.dir}`)")
+        # Fresh TSDB and targets: samples of an earlier stack in the same folder would fake readiness.
+        for sub in ("prometheus-data", TARGETS_DIR):
+            shutil.rmtree(self.dir / sub, ignore_errors=True)
+        for sub in ("logs", "redis", "prometheus-data", TARGETS_DIR):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        info = self.info
+        info.redis_port = free_port()
+        info.exporter_port = free_port()
+        info.prometheus_port = free_port()
+        self._save()
+
+        redis_conf = self.dir / "redis.conf"
+        redis_conf.write_text(
+            "\n".join(
+                [
+                    "bind 127.0.0.1",
+                    f"port {info.redis_port}",
+                    'save ""',
+                    "appendonly no",
+                    "protected-mode yes",
+                    "daemonize no",
+                    f"dir {self.dir / 'redis'}",
+                    f"maxmemory {self.maxmemory}",
+                    f"maxmemory-policy {self.maxmemory_policy}",
+                    f"logfile {self.dir / 'logs' / 'redis.log'}",
+                    "",
+                ]
+            )
+        )
+        self._spawn("redis", [REDIS_SERVER, str(redis_conf), "--port", str(info.redis_port)])
+        self._wait(lambda: self._redis_ping(), "redis-server PING", "redis.log")
+        if self.redis_only:
+            return info
+
+        self._spawn(
+            "exporter",
+            [
+                REDIS_EXPORTER,
+                f"-redis.addr=redis://127.0.0.1:{info.redis_port}",
+                f"-web.listen-address=127.0.0.1:{info.exporter_port}",
+                "-include-config-metrics",
+                "-redis-only-metrics",
+            ],
+        )
+        self._wait(lambda: b"redis_up 1" in _http_get(info.exporter_url), "redis_exporter /metrics", "exporter.log")
+
+        prom_yml = self.dir / "prometheus.yml"
+        prom_yml.write_text(
+            "\n".join(
+                [
+                    "global:",
+                    f"  scrape_interval: {SCRAPE_INTERVAL_S:g}s",
+                    f"  evaluation_interval: {SCRAPE_INTERVAL_S:g}s",
+                    "scrape_configs:",
+                    "  - job_name: redis",
+                    "    static_configs:",
+                    f"      - targets: ['127.0.0.1:{info.exporter_port}']",
+                    f"  - job_name: {REPLAY_JOB}",
+                    "    file_sd_configs:",
+                    f"      - files: ['{self.dir / TARGETS_DIR}/*.json']",
+                    "        refresh_interval: 1s",
+                    "",
+                ]
+            )
+        )
+        self._spawn(
+            "prometheus",
+            [
+                PROMETHEUS,
+                f"--config.file={prom_yml}",
+                f"--storage.tsdb.path={self.dir / 'prometheus-data'}",
+                f"--web.listen-address=127.0.0.1:{info.prometheus_port}",
+                "--storage.tsdb.retention.time=1d",
+                "--web.enable-lifecycle",
+            ],
+        )
+        self._wait(lambda: _http_get(info.prometheus_url + "/-/ready").strip() != b"", "prometheus /-/ready", "prometheus.log")
+        self._wait(self._has_first_sample, "prometheus first sample of redis_up", "prometheus.log")
+        return info
+
+    def down(self) -> list[str]:
+        """Stop whatever ``stack.json`` records; returns the names of the processes stopped."""
+        return stop_stack(self.dir)
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def redis_url(self) -> str:
+        return self.info.redis_url
+
+    @property
+    def prometheus_url(self) -> str:
+        return self.info.prometheus_url
+
+    def register_target(self, name: str, port: int) -> Path:
+        """Tell Prometheus to scrape ``127.0.0.1:port`` (file_sd); returns the file to remove later."""
+        return register_target(self.dir, name, port)
+
+    def _save(self) -> None:
+        tmp = self.dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(asdict(self.info), indent=2))
+        os.replace(tmp, self.dir / STATE_FILE)
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(self.dir / "logs" / f"{name}.log", "ab")  # noqa: SIM115 (the child keeps it)
+        try:
+            proc = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.dir
+            )
+        except OSError as e:
+            raise ServiceError(f"cannot start {argv[0]}: {e}") from e
+        finally:
+            log.close()
+        self.info.pids[name] = proc.pid
+        self.info.cmdlines[name] = argv
+        self._save()
+        # Keep the Popen so a context-manager user can reap it (no zombies in tests).
+        self._procs = getattr(self, "_procs", {})
+        self._procs[name] = proc
+
+    def _wait(self, check: object, what: str, log_name: str) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            for name, proc in getattr(self, "_procs", {}).items():
+                if proc.poll() is not None:
+                    tail = _tail(self.dir / "logs" / f"{name}.log")
+                    raise ServiceError(f"{name} exited with code {proc.returncode} while waiting for {what}; log: {tail}")
+            try:
+                if check():  # type: ignore[operator]
+                    return
+            except Exception as e:  # noqa: BLE001 (any failure means: not ready yet)
+                last = e
+            time.sleep(0.1)
+        raise ServiceError(
+            f"timed out after {self.ready_timeout_s:.0f}s waiting for {what} ({last}); see {self.dir / 'logs' / log_name}"
+        )
+
+    def _redis_ping(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.info.redis_port), timeout=1.0) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(64).startswith(b"+PONG")
+
+    def _has_first_sample(self) -> bool:
+        query = urllib.parse.quote(f'redis_up{{instance="127.0.0.1:{self.info.exporter_port}"}}')
+        body = json.loads(_http_get(self.info.prometheus_url + "/api/v1/query?query=" + query))
+        return bool(body.get("data", {}).get("result"))
+
+
+def _tail(path: Path, n: int = 400) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:].replace("\n", " | ")
+    except OSError:
+        return "(no log)"
+
+
+def load_state(dir: str | os.PathLike[str]) -> StackInfo | None:
+    """The ``stack.json`` of ``dir``, or None when there is none (or it is unreadable)."""
+    path = Path(dir) / STATE_FILE
+    try:
+        return StackInfo(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def stop_stack(dir: str | os.PathLike[str], timeout_s: float = 10.0) -> list[str]:
+    """Kill each recorded process group (SIGTERM, then SIGKILL), after checking /proc cmdline.
+
+    Works from any process (the starter may be gone). Prometheus is stopped first so it does not
+    log scrape errors for the targets going away.
+    """
+    info = load_state(dir)
+    if info is None:
+        return []
+    stopped: list[str] = []
+    for name in ("prometheus", "exporter", "redis"):
+        pid = info.pids.get(name)
+        if pid is None or not _is_same_process(pid, info.cmdlines.get(name, [])):
+            continue
+        for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                os.kill(pid, sig)
+            if _wait_gone(pid, wait):
+                break
+        stopped.append(name)
+    with contextlib.suppress(OSError):
+        (Path(dir) / STATE_FILE).unlink()
+    return stopped
+
+
+def register_target(dir: str | os.PathLike[str], name: str, port: int) -> Path:
+    """Write a file_sd target file ``DIR/targets/{name}.json`` for ``127.0.0.1:port`` (atomic rename)."""
+    tdir = Path(dir) / TARGETS_DIR
+    tdir.mkdir(parents=True, exist_ok=True)
+    path = tdir / f"{name}.json"
+    tmp = tdir / f".{name}.json.tmp"
+    tmp.write_text(json.dumps([{"targets": [f"127.0.0.1:{port}"], "labels": {"instance_name": name}}]))
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,734 @@
+"""The compiled hot loop: one Redis 7 instance (plus an optional second tier) over flat arrays.
+
+Follows Redis 7.0 source semantics (evict.c, object.c, expire.c, networking.c); each helper names the
+function it stands for. Approximations are stated where they are made. All randomness comes from a
+xorshift64* generator whose state lives in ``KState.rng``, so a run is a pure function of the seed
+and :meth:`TieredCacheSim.clone` copies the random stream too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from cachetuner.sim.memory import key_charge
+from cachetuner.sim.policies import (
+    KEYS_ALL,
+    KEYS_NONE,
+    KEYS_VOLATILE,
+    SCORE_EXACT_LRU,
+    SCORE_LFU,
+    SCORE_LRU,
+    SCORE_RANDOM,
+    SCORE_TTL,
+)
+from cachetuner.sim.state import (
+    C_BACKEND,
+    C_BHIT,
+    C_BREQ,
+    C_CMDS,
+    C_EVICT,
+    C_EXPIRED,
+    C_GETS,
+    C_HITS,
+    C_L2HITS,
+    C_MISSES,
+    C_RECONN,
+    C_REJECT,
+    C_REQ,
+    C_SETS,
+    EVPOOL_SIZE,
+    F_HAS_SPARE,
+    F_NOW,
+    F_SPARE,
+    FC_LATSUM_MS,
+    FC_MISSCOST,
+    I_AE_TICK,
+    I_CRON_SEC,
+    I_DATA,
+    I_HEAD,
+    I_L2HEAD,
+    I_L2N,
+    I_L2TAIL,
+    I_L2USED,
+    I_LISTED,
+    I_NCONN,
+    I_NRES,
+    I_NVOL,
+    I_PEAK,
+    I_STARTED,
+    I_TAIL,
+)
+
+# Integer parameters (ipar).
+P_MAXMEM = 0
+P_KEYS = 1          # KEYS_* of the policy
+P_SCORE = 2         # SCORE_* of the policy
+P_SAMPLES = 3       # maxmemory-samples
+P_LFU_LOG = 4       # lfu-log-factor
+P_LFU_DECAY = 5     # lfu-decay-time (minutes)
+P_FLAT = 6          # flat per-key overhead, -1 = Redis 7 formula
+P_BASE = 7          # base used_memory
+P_CLIENT_BUF = 8    # bytes per connected client
+P_NCLIENTS = 9
+P_L2_ON = 10
+P_L2_CAP = 11
+P_L2_FIFO = 12
+P_AE_ON = 13
+P_AE_KEYS = 14
+P_AE_LOOPS = 15
+P_AE_CATCHUP = 16
+P_READ_ONLY = 17
+N_IPAR = 18
+
+# Float parameters (fpar).
+Q_NET_MS = 0
+Q_L1_MS = 1
+Q_L2_MS = 2
+Q_MISS_MS = 3
+Q_MISS_SIGMA = 4
+Q_JITTER = 5
+Q_RECONN_MS = 6
+Q_MISS_COST = 7
+Q_AE_PERIOD = 8
+Q_AE_STALE = 9
+Q_TIMEOUT = 10      # idle client timeout, seconds; 0 = never
+N_FPAR = 11
+
+OP_GET = 0
+OP_SET = 1
+OP_DELETE = 2
+
+LRU_CLOCK_MAX = (1 << 24) - 1   # server.h: LRU_CLOCK_MAX
+LRU_CLOCK_RESOLUTION_MS = 1000  # server.h: LRU_CLOCK_RESOLUTION
+LFU_INIT_VAL = 5                # server.h: LFU_INIT_VAL
+TTL_SCORE_BASE = 1 << 62        # volatile-ttl: idle = ULLONG_MAX - expire
+
+_U7 = np.uint64(7)
+_U9 = np.uint64(9)
+_U11 = np.uint64(11)
+_U12 = np.uint64(12)
+_U25 = np.uint64(25)
+_U27 = np.uint64(27)
+_UMUL = np.uint64(2685821657736338717)
+_INV53 = 1.0 / 9007199254740992.0
+
+_JIT = dict(cache=True, nogil=True, inline='always')
+_ENTRY = dict(cache=True, nogil=True)
+
+
+# ----------------------------------------------------------------------------- random numbers
+@nb.njit(**_JIT)
+def rng_next(rng):
+    """xorshift64* (Vigna): 64 random bits."""
+    x = rng[0]
+    x ^= x >> _U12
+    x ^= x << _U25
+    x ^= x >> _U27
+    rng[0] = x
+    return x * _UMUL
+
+
+@nb.njit(**_JIT)
+def rng_uniform(rng):
+    """Uniform double in [0, 1)."""
+    return float(rng_next(rng) >> _U11) * _INV53
+
+
+@nb.njit(**_JIT)
+def rng_below(rng, n):
+    """Uniform integer in [0, n)."""
+    return int(rng_uniform(rng) * n)
+
+
+@nb.njit(**_JIT)
+def rng_normal(S):
+    """Standard normal (Box-Muller, the second value cached in the state)."""
+    if S.fst[F_HAS_SPARE] != 0.0:
+        S.fst[F_HAS_SPARE] = 0.0
+        return S.fst[F_SPARE]
+    u1 = rng_uniform(S.rng)
+    u2 = rng_uniform(S.rng)
+    r = math.sqrt(-2.0 * math.log(1.0 - u1))
+    S.fst[F_SPARE] = r * math.sin(2.0 * math.pi * u2)
+    S.fst[F_HAS_SPARE] = 1.0
+    return r * math.cos(2.0 * math.pi * u2)
+
+
+# ----------------------------------------------------------------------------- clocks (evict.c)
+@nb.njit(**_JIT)
+def lru_clock(now):
+    """LRU_CLOCK(): seconds, 24 bits."""
+    return int(math.floor(now)) & LRU_CLOCK_MAX
+
+
+@nb.njit(**_JIT)
+def lfu_minutes(now):
+    """LFUGetTimeInMinutes(): minutes, 16 bits."""
+    return (int(math.floor(now)) // 60) & 65535
+
+
+@nb.njit(**_JIT)
+def lru_idle_ms(field, now):
+    """estimateObjectIdleTime()."""
+    clk = lru_clock(now)
+    if clk >= field:
+        return (clk - field) * LRU_CLOCK_RESOLUTION_MS
+    return (clk + (LRU_CLOCK_MAX - field)) * LRU_CLOCK_RESOLUTION_MS
+
+
+@nb.njit(**_JIT)
+def lfu_decr_and_return(field, now, decay_time):
+    """LFUDecrAndReturn(): the counter after ``lfu-decay-time`` decay, not stored."""
+    ldt = field >> 8
+    counter = field & 255
+    if decay_time <= 0:
+        return counter
+    now_m = lfu_minutes(now)
+    elapsed = now_m - ldt if now_m >= ldt else 65535 - ldt + now_m
+    periods = elapsed // decay_time
+    if periods > 0:
+        counter = 0 if periods > counter else counter - periods
+    return counter
+
+
+@nb.njit(**_JIT)
+def lfu_log_incr(counter, log_factor, rng):
+    """LFULogIncr(): Morris counter, increment with probability 1/((counter-5)*factor+1)."""
+    if counter == 255:
+        return 255
+    r = rng_uniform(rng)
+    baseval = counter - LFU_INIT_VAL
+    if baseval < 0:
+        baseval = 0
+    p = 1.0 / (baseval * log_factor + 1)
+    if r < p:
+        counter += 1
+    return counter
+
+
+# ----------------------------------------------------------------------------- memory
+@nb.njit(**_JIT)
+def used_memory(S, ipar):
+    """Redis used_memory: base + keys + connected clients' buffers."""
+    return ipar[P_BASE] + S.ist[I_DATA] + S.ist[I_NCONN] * ipar[P_CLIENT_BUF]
+
+
+# ----------------------------------------------------------------------------- exact LRU list
+@nb.njit(**_JIT)
+def list_unlink(S, k):
+    p = S.prev[k]
+    n = S.nxt[k]
+    if p >= 0:
+        S.nxt[p] = n
+    else:
+        S.ist[I_HEAD] = n
+    if n >= 0:
+        S.prev[n] = p
+    else:
+        S.ist[I_TAIL] = p
+    S.prev[k] = -1
+    S.nxt[k] = -1
+
+
+@nb.njit(**_JIT)
+def list_push_head(S, k):
+    h = S.ist[I_HEAD]
+    S.prev[k] = -1
+    S.nxt[k] = h
+    if h >= 0:
+        S.prev[h] = k
+    else:
+        S.ist[I_TAIL] = k
+    S.ist[I_HEAD] = k
+
+
+# ----------------------------------------------------------------------------- second tier
+@nb.njit(**_JIT)
+def l2_unlink(S, k):
+    p = S.l2prev[k]
+    n = S.l2next[k]
+    if p >= 0:
+        S.l2next[p] = n
+    else:
+        S.ist[I_L2HEAD] = n
+    if n >= 0:
+        S.l2prev[n] = p
+    else:
+        S.ist[I_L2TAIL] = p
+    S.l2prev[k] = -1
+    S.l2next[k] = -1
+
+
+@nb.njit(**_JIT)
+def l2_push_head(S, k):
+    h = S.ist[I_L2HEAD]
+    S.l2prev[k] = -1
+    S.l2next[k] = h
+    if h >= 0:
+        S.l2prev[h] = k
+    else:
+        S.ist[I_L2TAIL] = k
+    S.ist[I_L2HEAD] = k
+
+
+@nb.njit(**_JIT)
+def l2_remove(S, k):
+    if S.l2in[k]:
+        l2_unlink(S, k)
+        S.l2in[k] = 0
+        S.ist[I_L2USED] -= S.l2size[k]
+        S.ist[I_L2N] -= 1
+
+
+@nb.njit(**_JIT)
+def l2_insert(S, ipar, k, size, exp):
+    """Demotion: store the value in L2, evicting its LRU (or FIFO) tail until it fits."""
+    cap = ipar[P_L2_CAP]
+    if size > cap:
+        return
+    l2_remove(S, k)
+    while S.ist[I_L2USED] + size > cap and S.ist[I_L2TAIL] >= 0:
+        l2_remove(S, S.ist[I_L2TAIL])
+    S.l2in[k] = 1
+    S.l2size[k] = size
+    S.l2exp[k] = exp
+    S.ist[I_L2USED] += size
+    S.ist[I_L2N] += 1
+    l2_push_head(S, k)
+
+
+# ----------------------------------------------------------------------------- keyspace (db.c)
+@nb.njit(**_JIT)
+def vol_add(S, k):
+    if S.vpos[k] < 0:
+        n = S.ist[I_NVOL]
+        S.vkeys[n] = k
+        S.vpos[k] = n
+        S.ist[I_NVOL] = n + 1
+
+
+@nb.njit(**_JIT)
+def vol_remove(S, k):
+    i = S.vpos[k]
+    if i >= 0:
+        last = S.ist[I_NVOL] - 1
+        moved = S.vkeys[last]
+        S.vkeys[i] = moved
+        S.vpos[moved] = i
+        S.vpos[k] = -1
+        S.ist[I_NVOL] = last
+
+
+@nb.njit(**_JIT)
+def remove_key(S, k):
+    """dbDelete(): drop a resident key from every structure (not counted by itself)."""
+    i = S.dpos[k]
+    last = S.ist[I_NRES] - 1
+    moved = S.dkeys[last]
+    S.dkeys[i] = moved
+    S.dpos[moved] = i
+    S.dpos[k] = -1
+    S.ist[I_NRES] = last
+    vol_remove(S, k)
+    S.ist[I_DATA] -= S.kcost[k]
+    S.kcost[k] = 0
+    S.expire[k] = 0.0
+    if S.ist[I_LISTED]:
+        list_unlink(S, k)
+
+
+@nb.njit(**_JIT)
+def expire_if_needed(S, k, now):
+    """expireIfNeeded(): a resident key past its expire time is deleted (an expiration)."""
+    if S.dpos[k] >= 0 and S.expire[k] > 0.0 and now > S.expire[k]:
+        remove_key(S, k)
+        S.cnt[C_EXPIRED] += 1
+        return True
+    return False
+
+
+@nb.njit(**_JIT)
+def touch(S, ipar, k, now):
+    """lookupKey() access update: LFU counter (updateLFU) or LRU clock; exact-LRU move to head."""
+    if ipar[P_SCORE] == SCORE_LFU:
+        c = lfu_decr_and_return(S.lru[k], now, ipar[P_LFU_DECAY])
+        c = lfu_log_incr(c, ipar[P_LFU_LOG], S.rng)
+        S.lru[k] = (lfu_minutes(now) << 8) | c
+    else:
+        S.lru[k] = lru_clock(now)
+    if S.ist[I_LISTED] and S.ist[I_HEAD] != k:
+        list_unlink(S, k)
+        list_push_head(S, k)
+
+
+# ----------------------------------------------------------------------------- eviction (evict.c)
+@nb.njit(**_JIT)
+def candidate_score(S, ipar, k, now):
+    """The pool's ``idle``: higher = better eviction candidate."""
+    score = ipar[P_SCORE]
+    if score == SCORE_LRU:
+        return lru_idle_ms(S.lru[k], now)
+    if score == SCORE_LFU:
+        return 255 - lfu_decr_and_return(S.lru[k], now, ipar[P_LFU_DECAY])
+    if score == SCORE_TTL:
+        return TTL_SCORE_BASE - int(S.expire[k] * 1000.0)
+    return 0
+
+
+@nb.njit(**_JIT)
+def pool_populate(S, ipar, now):
+    """evictionPoolPopulate(): sample keys into the 16-entry pool sorted by ascending idle.
+
+    Approximation: samples are uniform with replacement (Redis's dictGetSomeKeys walks consecutive
+    buckets from a random index). Returns the number of keys sampled (0 if none are candidates).
+    """
+    volatile = ipar[P_KEYS] == KEYS_VOLATILE
+    n = S.ist[I_NVOL] if volatile else S.ist[I_NRES]
+    if n == 0:
+        return 0
+    ns = ipar[P_SAMPLES]
+    if ns > n:
+        ns = n
+    pk = S.pool_key
+    pi = S.pool_idle
+    last = EVPOOL_SIZE - 1
+    for _ in range(ns):
+        j = rng_below(S.rng, n)
+        k = S.vkeys[j] if volatile else S.dkeys[j]
+        idle = candidate_score(S, ipar, k, now)
+        i = 0
+        while i < EVPOOL_SIZE and pk[i] >= 0 and pi[i] < idle:
+            i += 1
+        if i == 0 and pk[last] >= 0:
+            continue  # worse than everything in a full pool
+        if i < EVPOOL_SIZE and pk[i] < 0:
+            pass  # empty slot
+        elif pk[last] < 0:
+            for m in range(last, i, -1):  # free space on the right: shift right
+                pk[m] = pk[m - 1]
+                pi[m] = pi[m - 1]
+        else:
+            i -= 1  # no space: drop the best-kept (lowest idle) entry on the left
+            for m in range(0, i):
+                pk[m] = pk[m + 1]
+                pi[m] = pi[m + 1]
+        pk[i] = k
+        pi[i] = idle
+    return ns
+
+
+@nb.njit(**_JIT)
+def select_victim(S, ipar, now):
+    """The key performEvictions() would delete next, or -1 when nothing can be evicted."""
+    keys = ipar[P_KEYS]
+    score = ipar[P_SCORE]
+    if keys == KEYS_NONE:
+        return -1
+    if score == SCORE_EXACT_LRU:
+        return S.ist[I_TAIL]
+    if score == SCORE_RANDOM:
+        if keys == KEYS_VOLATILE:
+            n = S.ist[I_NVOL]
+            return S.vkeys[rng_below(S.rng, n)] if n > 0 else -1
+        n = S.ist[I_NRES]
+        return S.dkeys[rng_below(S.rng, n)] if n > 0 else -1
+    volatile = keys == KEYS_VOLATILE
+    while True:
+        if pool_populate(S, ipar, now) == 0:
+            return -1
+        for i in range(EVPOOL_SIZE - 1, -1, -1):
+            k = S.pool_key[i]
+            if k < 0:
+                continue
+            S.pool_key[i] = -1
+            # Ghost entries (deleted since they were pooled) are skipped, as in Redis.
+            if S.dpos[k] >= 0 and (not volatile or S.vpos[k] >= 0):
+                return k
+
+
+@nb.njit(**_JIT)
+def evict_one(S, ipar, k, now):
+    """Delete an eviction victim, count it, and demote its value into L2."""
+    size = S.vsize[k]
+    exp = S.expire[k]
+    remove_key(S, k)
+    S.cnt[C_EVICT] += 1
+    if ipar[P_L2_ON]:
+        l2_insert(S, ipar, k, size, exp)
+
+
+@nb.njit(**_JIT)
+def perform_evictions(S, ipar, now, incoming):
+    """Evict until ``used + incoming <= maxmemory``; False if the policy cannot free enough."""
+    maxmem = ipar[P_MAXMEM]
+    if maxmem <= 0:
+        return True
+    while used_memory(S, ipar) + incoming > maxmem:
+        v = select_victim(S, ipar, now)
+        if v < 0:
+            return False
+        evict_one(S, ipar, v, now)
+    return True
+
+
+# ----------------------------------------------------------------------------- writes (t_string.c)
+@nb.njit(**_JIT)
+def write_key(S, ipar, k, size, exp, now):
+    """SET (or a read-through fill): make room, then store; False = OOM-rejected.
+
+    Approximation: eviction makes room for the incoming value before the write (libCacheSim's
+    order), where Redis evicts before each command until used <= maxmemory and lets one write
+    overshoot until the next command. A value that cannot fit even in an empty cache is rejected.
+    """
+    new_cost = key_charge(ipar[P_FLAT], S.keylen[k], size, exp > 0.0)
+    maxmem = ipar[P_MAXMEM]
+    if maxmem > 0:
+        if ipar[P_BASE] + S.ist[I_NCONN] * ipar[P_CLIENT_BUF] + new_cost > maxmem:
+            S.cnt[C_REJECT] += 1
+            return False
+        while True:
+            old = S.kcost[k] if S.dpos[k] >= 0 else 0
+            if used_memory(S, ipar) - old + new_cost <= maxmem:
+                break
+            v = select_victim(S, ipar, now)
+            if v < 0:
+                S.cnt[C_REJECT] += 1
+                return False
+            evict_one(S, ipar, v, now)
+    if S.dpos[k] >= 0:
+        # Overwrite: lookupKeyWrite() touched it; dbSetValue() keeps the old lru/lfu field.
+        S.ist[I_DATA] += new_cost - S.kcost[k]
+        touch(S, ipar, k, now)
+    else:
+        n = S.ist[I_NRES]
+        S.dkeys[n] = k
+        S.dpos[k] = n
+        S.ist[I_NRES] = n + 1
+        S.ist[I_DATA] += new_cost
+        if ipar[P_SCORE] == SCORE_LFU:  # createObject()
+            S.lru[k] = (lfu_minutes(now) << 8) | LFU_INIT_VAL
+        else:
+            S.lru[k] = lru_clock(now)
+        if S.ist[I_LISTED]:
+            list_push_head(S, k)
+    S.kcost[k] = new_cost
+    S.vsize[k] = size
+    S.expire[k] = exp
+    if exp > 0.0:
+        vol_add(S, k)
+    else:
+        vol_remove(S, k)
+    S.cnt[C_SETS] += 1
+    return True
+
+
+# ----------------------------------------------------------------------------- crons
+@nb.njit(**_JIT)
+def active_expire_cycle(S, ipar, fpar, now):
+    """activeExpireCycle() slow cycle (see ActiveExpireParams)."""
+    per_loop = ipar[P_AE_KEYS]
+    for _ in range(ipar[P_AE_LOOPS]):
+        n = S.ist[I_NVOL]
+        if n == 0:
+            return
+        ns = per_loop if per_loop < n else n
+        expired = 0
+        for _s in range(ns):
+            n = S.ist[I_NVOL]
+            if n == 0:
+                break
+            k = S.vkeys[rng_below(S.rng, n)]
+            if now > S.expire[k]:
+                remove_key(S, k)
+                S.cnt[C_EXPIRED] += 1
+                expired += 1
+        if expired * 100.0 <= fpar[Q_AE_STALE] * ns:
+            return
+
+
+@nb.njit(**_JIT)
+def close_idle_clients(S, fpar, now):
+    """clientsCronHandleTimeout(): close clients idle longer than ``timeout``."""
+    timeout = fpar[Q_TIMEOUT]
+    if timeout <= 0.0:
+        return
+    for c in range(S.cl_conn.shape[0]):
+        if S.cl_conn[c] and now - S.cl_last[c] > timeout:
+            S.cl_conn[c] = 0
+            S.ist[I_NCONN] -= 1
+
+
+@nb.njit(**_JIT)
+def advance_clock(S, ipar, fpar, now):
+    """Run the server crons due between the last event and ``now``, then set the clock."""
+    if S.ist[I_STARTED] == 0:
+        S.ist[I_STARTED] = 1
+        S.cl_conn[:] = 1
+        S.cl_last[:] = now
+        S.ist[I_NCONN] = S.cl_conn.shape[0]
+        S.ist[I_AE_TICK] = int(math.floor(now / fpar[Q_AE_PERIOD]))
+        S.ist[I_CRON_SEC] = int(math.floor(now))
+        S.fst[F_NOW] = now
+        return
+    if now < S.fst[F_NOW]:
+        now = S.fst[F_NOW]
+    if ipar[P_AE_ON]:
+        period = fpar[Q_AE_PERIOD]
+        tick = int(math.floor(now / period))
+        last = S.ist[I_AE_TICK]
+        if tick > last:
+            first = last + 1
+            if tick - first >= ipar[P_AE_CATCHUP]:
+                first = tick - ipar[P_AE_CATCHUP] + 1
+            if S.ist[I_NVOL] > 0:
+                for t in range(first, tick + 1):
+                    active_expire_cycle(S, ipar, fpar, t * period)
+            S.ist[I_AE_TICK] = tick
+    sec = int(math.floor(now))
+    if sec > S.ist[I_CRON_SEC]:
+        close_idle_clients(S, fpar, now)
+        S.ist[I_CRON_SEC] = sec
+    S.fst[F_NOW] = now
+
+
+# ----------------------------------------------------------------------------- latency
+@nb.njit(**_JIT)
+def jitter(S, fpar, ms):
+    sigma = fpar[Q_JITTER]
+    if sigma <= 0.0 or ms <= 0.0:
+        return ms
+    return ms * math.exp(sigma * rng_normal(S))
+
+
+@nb.njit(**_JIT)
+def record_latency(S, ms):
+    S.fcnt[FC_LATSUM_MS] += ms
+    sec = ms * 0.001
+    b = S.bounds
+    i = 0
+    nb_ = b.shape[0]
+    while i < nb_ and sec > b[i]:
+        i += 1
+    S.hist[i] += 1
+
+
+@nb.njit(**_JIT)
+def pick_client(S):
+    cdf = S.cl_cdf
+    n = cdf.shape[0]
+    if n == 1:
+        return 0
+    u = rng_uniform(S.rng)
+    lo = 0
+    hi = n - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cdf[mid] > u:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+# ----------------------------------------------------------------------------- main loop
+@nb.njit(**_ENTRY)
+def run_requests(S, ipar, fpar, ts, keys, sizes, ops, ttls):
+    """Process requests in order (processCommand() for each), updating cumulative counters."""
+    timeout = fpar[Q_TIMEOUT]
+    net = fpar[Q_NET_MS]
+    l1 = fpar[Q_L1_MS]
+    read_only = ipar[P_READ_ONLY] != 0
+    maxmem = ipar[P_MAXMEM]
+    cnt = S.cnt
+    for i in range(ts.shape[0]):
+        now = ts[i]
+        advance_clock(S, ipar, fpar, now)
+        now = S.fst[F_NOW]
+        k = keys[i]
+        op = ops[i]
+        cnt[C_REQ] += 1
+        lat = net
+
+        c = pick_client(S)
+        if S.cl_conn[c] == 0 or (timeout > 0.0 and now - S.cl_last[c] > timeout):
+            if S.cl_conn[c] == 0:
+                S.cl_conn[c] = 1
+                S.ist[I_NCONN] += 1
+            cnt[C_RECONN] += 1
+            lat += fpar[Q_RECONN_MS]
+        S.cl_last[c] = now
+
+        if maxmem > 0 and used_memory(S, ipar) > maxmem:
+            perform_evictions(S, ipar, now, 0)
+        expire_if_needed(S, k, now)
+        cnt[C_CMDS] += 1
+        lat += jitter(S, fpar, l1)
+
+        if op == OP_GET:
+            sz = sizes[i]
+            cnt[C_GETS] += 1
+            cnt[C_BREQ] += sz
+            if S.dpos[k] >= 0:
+                cnt[C_HITS] += 1
+                cnt[C_BHIT] += sz
+                touch(S, ipar, k, now)
+            else:
+                cnt[C_MISSES] += 1
+                served_l2 = False
+                if ipar[P_L2_ON] and S.l2in[k]:
+                    if S.l2exp[k] > 0.0 and now > S.l2exp[k]:
+                        l2_remove(S, k)
+                    else:
+                        served_l2 = True
+                if served_l2:
+                    cnt[C_L2HITS] += 1
+                    lat += jitter(S, fpar, fpar[Q_L2_MS])
+                    if ipar[P_L2_FIFO] == 0:
+                        l2_unlink(S, k)
+                        l2_push_head(S, k)
+                    cnt[C_CMDS] += 1
+                    lat += net + jitter(S, fpar, l1)
+                    write_key(S, ipar, k, S.l2size[k], S.l2exp[k], now)
+                else:
+                    cnt[C_BACKEND] += 1
+                    S.fcnt[FC_MISSCOST] += fpar[Q_MISS_COST]
+                    m = fpar[Q_MISS_MS]
+                    if fpar[Q_MISS_SIGMA] > 0.0 and m > 0.0:
+                        m = m * math.exp(fpar[Q_MISS_SIGMA] * rng_normal(S))
+                    lat += m
+                    if read_only:
+                        cnt[C_CMDS] += 1
+                        lat += net + jitter(S, fpar, l1)
+                        ttl = ttls[i]
+                        write_key(S, ipar, k, sz, now + ttl if ttl > 0.0 else 0.0, now)
+        elif op == OP_SET:
+            ttl = ttls[i]
+            if ipar[P_L2_ON]:
+                l2_remove(S, k)
+            write_key(S, ipar, k, sizes[i], now + ttl if ttl > 0.0 else 0.0, now)
+        else:
+            if S.dpos[k] >= 0:
+                remove_key(S, k)
+            if ipar[P_L2_ON]:
+                l2_remove(S, k)
+
+        record_latency(S, lat)
+        u = used_memory(S, ipar)
+        if u > S.ist[I_PEAK]:
+            S.ist[I_PEAK] = u
+
+
+@nb.njit(**_ENTRY)
+def advance_to(S, ipar, fpar, until):
+    """Let simulated time pass without requests (active expiry, idle-client closes)."""
+    if S.ist[I_STARTED] and until > S.fst[F_NOW]:
+        advance_clock(S, ipar, fpar, until)
+
+
+@nb.njit(**_ENTRY)
+def evict_to_limit(S, ipar):
+    """CONFIG SET maxmemory below used_memory: performEvictions() right away."""
+    return perform_evictions(S, ipar, S.fst[F_NOW], 0)

@@ -1,0 +1,328 @@
+"""``TieredCacheSim``: a Redis 7 instance (plus optional second tier) driven interval by interval.
+
+The env, the daemon's what-if checks and the A/B harness call :meth:`TieredCacheSim.run` once per
+tuning interval and :meth:`TieredCacheSim.apply_config` between intervals, exactly as they would
+drive a live Redis through the backend protocol. State persists across calls; :meth:`clone` forks
+it (hindsight oracles, one-step lookahead).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cachetuner.config import RedisConfig
+from cachetuner.errors import ConfigError
+from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, histogram_quantile
+from cachetuner.sim import kernel as K
+from cachetuner.sim.params import SimParams
+from cachetuner.sim.policies import SCORE_EXACT_LRU, get_policy
+from cachetuner.sim.state import (
+    C_BHIT,
+    C_BREQ,
+    C_CMDS,
+    C_EVICT,
+    C_EXPIRED,
+    C_GETS,
+    C_HITS,
+    C_L2HITS,
+    C_MISSES,
+    C_RECONN,
+    C_REJECT,
+    C_REQ,
+    C_SETS,
+    FC_LATSUM_MS,
+    FC_MISSCOST,
+    I_DATA,
+    I_HEAD,
+    I_L2USED,
+    I_LISTED,
+    I_NCONN,
+    I_NRES,
+    I_PEAK,
+    I_TAIL,
+    KState,
+    copy_state,
+    new_state,
+)
+from cachetuner.traces.trace import Trace
+
+
+class TieredCacheSim:
+    """Redis 7 eviction, expiry, memory accounting and clients, compiled with numba.
+
+    Args:
+        n_keys: size of the key-id space (``trace.n_keys``); key ids must lie in ``0..n_keys-1``.
+        config: the Redis knobs (any ``maxmemory-policy`` of Redis 7, or the simulator-only
+            ``exact-lru``).
+        params: everything else (memory model, latency, cost, L2, clients, active expiry).
+        seed: seeds the simulator's own random stream (eviction sampling, LFU increments, client
+            choice, latency draws); equal seeds give identical results.
+        key_bytes: key-name length per key id (``trace.key_bytes``); ``None`` uses
+            ``params.memory.default_key_bytes`` for every key.
+    """
+
+    def __init__(
+        self,
+        n_keys: int,
+        config: RedisConfig | None = None,
+        params: SimParams | None = None,
+        seed: int = 0,
+        key_bytes: np.ndarray | None = None,
+    ) -> None:
+        self.n_keys = int(n_keys)
+        self.params = params or SimParams()
+        self.seed = int(seed)
+        if key_bytes is None:
+            key_bytes = np.full(max(self.n_keys, 1), self.params.memory.default_key_bytes, dtype=np.int64)
+        elif len(key_bytes) != self.n_keys:
+            raise ConfigError(f"key_bytes has {len(key_bytes)} entries but n_keys={self.n_keys}")
+        self._key_bytes = np.asarray(key_bytes, dtype=np.int64)
+        self._config = config or RedisConfig()
+        get_policy(self._config.maxmemory_policy)
+        self._state: KState = self._fresh_state()
+        self._ipar = np.zeros(K.N_IPAR, dtype=np.int64)
+        self._fpar = np.zeros(K.N_FPAR, dtype=np.float64)
+        self._set_params(self._config)
+        self._sync_exact_list(None, self._config)
+        self._mark = self._marks()
+        self._last_hist = np.zeros_like(self._state.hist)
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def config(self) -> RedisConfig:
+        """The configuration in force."""
+        return self._config
+
+    def run(
+        self,
+        trace: Trace,
+        start: int = 0,
+        stop: int | None = None,
+        interval_s: float | None = None,
+        *,
+        until: float | None = None,
+    ) -> MetricsSnapshot:
+        """Process requests ``[start, stop)`` of ``trace`` as one interval and report it.
+
+        ``interval_s`` defaults to the time the requests cover (up to the next request when there
+        is one). ``until``, if given, lets simulated time run on to that timestamp after the last
+        request (active expiry and idle-client closes keep happening). Counters include anything
+        that happened since the previous report (e.g. evictions caused by :meth:`apply_config`).
+        """
+        if trace.n_keys > self.n_keys:
+            raise ConfigError(f"trace {trace.name} has n_keys={trace.n_keys} but the simulator was built for {self.n_keys}")
+        n = len(trace)
+        stop = n if stop is None else min(int(stop), n)
+        start = max(0, int(start))
+        if interval_s is None:
+            interval_s = self._span(trace, start, stop)
+        self._ipar[K.P_READ_ONLY] = int(trace.read_only)
+        self._state.ist[I_PEAK] = self.used_memory
+        if stop > start:
+            K.run_requests(
+                self._state,
+                self._ipar,
+                self._fpar,
+                np.ascontiguousarray(trace.timestamps[start:stop], dtype=np.float64),
+                np.ascontiguousarray(trace.keys[start:stop], dtype=np.int64),
+                np.ascontiguousarray(trace.sizes[start:stop], dtype=np.int64),
+                np.ascontiguousarray(trace.ops[start:stop], dtype=np.uint8),
+                np.ascontiguousarray(trace.ttls[start:stop], dtype=np.float64),
+            )
+        if until is not None:
+            K.advance_to(self._state, self._ipar, self._fpar, float(until))
+        return self._report(float(interval_s))
+
+    def apply_config(self, config: RedisConfig) -> None:
+        """CONFIG SET between intervals, with Redis's side effects.
+
+        Shrinking ``maxmemory`` below ``used_memory`` evicts right away (Redis 7 runs
+        performEvictions() from the config setter). Switching policy keeps each key's 24-bit
+        lru field and reinterprets it: after LRU -> LFU the clock bits read as (minutes, counter)
+        pairs whose minutes are far in the past, so decay leaves existing keys cold, as in Redis.
+        """
+        get_policy(config.maxmemory_policy)
+        old = self._config
+        self._config = config
+        self._set_params(config)
+        self._sync_exact_list(old, config)
+        if config.maxmemory and self.used_memory > config.maxmemory:
+            K.evict_to_limit(self._state, self._ipar)
+
+    def clone(self) -> TieredCacheSim:
+        """Independent deep copy: state, random stream, config and pending counters."""
+        other = TieredCacheSim.__new__(TieredCacheSim)
+        other.n_keys = self.n_keys
+        other.params = self.params
+        other.seed = self.seed
+        other._key_bytes = self._key_bytes
+        other._config = self._config
+        other._state = copy_state(self._state)
+        other._ipar = self._ipar.copy()
+        other._fpar = self._fpar.copy()
+        other._mark = {k: v.copy() for k, v in self._mark.items()}
+        other._last_hist = self._last_hist.copy()
+        return other
+
+    def reset(self) -> None:
+        """Empty cache, clients not yet connected, counters and random stream restarted."""
+        self._state = self._fresh_state()
+        self._sync_exact_list(None, self._config)
+        self._mark = self._marks()
+
+    # ------------------------------------------------------------------ state views
+    @property
+    def used_memory(self) -> int:
+        """Redis ``used_memory`` now: base + keys + connected clients' buffers."""
+        s = self._state
+        return int(self._ipar[K.P_BASE] + s.ist[I_DATA] + s.ist[I_NCONN] * self._ipar[K.P_CLIENT_BUF])
+
+    @property
+    def n_resident(self) -> int:
+        return int(self._state.ist[I_NRES])
+
+    def resident_keys(self) -> np.ndarray:
+        """Ids of the keys in L1 now (unordered copy)."""
+        return self._state.dkeys[: self.n_resident].copy()
+
+    def is_resident(self, key: int) -> bool:
+        return bool(self._state.dpos[key] >= 0)
+
+    def lru_field(self, key: int) -> int:
+        """The key's 24-bit object field as Redis holds it (LRU clock or LFU minutes<<8|counter)."""
+        return int(self._state.lru[key])
+
+    def lfu_counter(self, key: int) -> int:
+        """LFU counter of ``key`` after decay, as OBJECT FREQ would report it now."""
+        s = self._state
+        return int(K.lfu_decr_and_return(int(s.lru[key]), float(s.fst[0]), self._config.lfu_decay_time))
+
+    @property
+    def last_latency_histogram(self) -> np.ndarray:
+        """Non-cumulative latency bucket counts of the last reported interval (LATENCY_BUCKETS_S + Inf)."""
+        return self._last_hist.copy()
+
+    @property
+    def now(self) -> float:
+        """Simulated clock (seconds, trace time)."""
+        return float(self._state.fst[0])
+
+    # ------------------------------------------------------------------ internals
+    def _fresh_state(self) -> KState:
+        c = self.params.clients
+        return new_state(self.n_keys, self._key_bytes, c.n_clients, c.activity_skew, self.seed)
+
+    def _set_params(self, config: RedisConfig) -> None:
+        spec = get_policy(config.maxmemory_policy)
+        p = self.params
+        ip, fp = self._ipar, self._fpar
+        ip[K.P_MAXMEM] = config.maxmemory
+        ip[K.P_KEYS] = spec.keys
+        ip[K.P_SCORE] = spec.score
+        ip[K.P_SAMPLES] = config.maxmemory_samples
+        ip[K.P_LFU_LOG] = config.lfu_log_factor
+        ip[K.P_LFU_DECAY] = config.lfu_decay_time
+        ip[K.P_FLAT] = -1 if p.memory.per_key_overhead is None else p.memory.per_key_overhead
+        ip[K.P_BASE] = p.memory.base_used_memory
+        ip[K.P_CLIENT_BUF] = p.clients.client_buffer_bytes
+        ip[K.P_NCLIENTS] = p.clients.n_clients
+        ip[K.P_L2_ON] = int(p.l2.enabled and p.l2.capacity_bytes > 0)
+        ip[K.P_L2_CAP] = p.l2.capacity_bytes
+        ip[K.P_L2_FIFO] = int(p.l2.policy == "fifo")
+        ae = p.active_expire
+        ip[K.P_AE_ON] = int(ae.enabled)
+        ip[K.P_AE_KEYS] = ae.keys_per_loop
+        ip[K.P_AE_LOOPS] = ae.max_loops
+        ip[K.P_AE_CATCHUP] = ae.max_catchup_cycles
+        lat = p.latency
+        fp[K.Q_NET_MS] = lat.network_ms
+        fp[K.Q_L1_MS] = lat.l1_hit_ms
+        fp[K.Q_L2_MS] = lat.l2_hit_ms
+        fp[K.Q_MISS_MS] = lat.miss_ms
+        fp[K.Q_MISS_SIGMA] = lat.miss_sigma
+        fp[K.Q_JITTER] = lat.jitter_sigma
+        fp[K.Q_RECONN_MS] = lat.reconnect_ms
+        fp[K.Q_MISS_COST] = p.cost.miss_cost
+        fp[K.Q_AE_PERIOD] = ae.period_s
+        fp[K.Q_AE_STALE] = ae.acceptable_stale_pct
+        fp[K.Q_TIMEOUT] = float(config.timeout)
+
+    def _sync_exact_list(self, old: RedisConfig | None, new: RedisConfig) -> None:
+        """Maintain the exact-LRU list only while ``exact-lru`` is in force.
+
+        Switching to it orders the resident keys by their LRU clock field (ties by key id), the best
+        a real recency order can be recovered from Redis-style state.
+        """
+        s = self._state
+        want = get_policy(new.maxmemory_policy).score == SCORE_EXACT_LRU
+        had = old is not None and get_policy(old.maxmemory_policy).score == SCORE_EXACT_LRU and bool(s.ist[I_LISTED])
+        if want and not had:
+            keys = s.dkeys[: s.ist[I_NRES]]
+            now_clock = int(np.floor(s.fst[0])) & K.LRU_CLOCK_MAX
+            idle = (now_clock - s.lru[keys]) % (K.LRU_CLOCK_MAX + 1)
+            order = keys[np.lexsort((keys, idle))]  # most recent (smallest idle) first
+            s.prev[:] = -1
+            s.nxt[:] = -1
+            if len(order):
+                s.prev[order[1:]] = order[:-1]
+                s.nxt[order[:-1]] = order[1:]
+                s.ist[I_HEAD] = order[0]
+                s.ist[I_TAIL] = order[-1]
+            else:
+                s.ist[I_HEAD] = s.ist[I_TAIL] = -1
+            s.ist[I_LISTED] = 1
+        elif not want:
+            s.ist[I_LISTED] = 0
+
+    def _marks(self) -> dict[str, np.ndarray]:
+        s = self._state
+        return {"cnt": s.cnt.copy(), "fcnt": s.fcnt.copy(), "hist": s.hist.copy()}
+
+    @staticmethod
+    def _span(trace: Trace, start: int, stop: int) -> float:
+        if stop <= start:
+            return 0.0
+        end = trace.timestamps[stop] if stop < len(trace) else trace.timestamps[stop - 1]
+        return float(end - trace.timestamps[start])
+
+    def _report(self, interval_s: float) -> MetricsSnapshot:
+        s = self._state
+        d = s.cnt - self._mark["cnt"]
+        f = s.fcnt - self._mark["fcnt"]
+        h = s.hist - self._mark["hist"]
+        self._mark = self._marks()
+        self._last_hist = h
+        n_lat = int(h.sum())
+
+        def q_ms(q: float) -> float:
+            return histogram_quantile(q, h, LATENCY_BUCKETS_S) * 1000.0 if n_lat else 0.0
+
+        used = self.used_memory
+        return MetricsSnapshot(
+            interval_s=interval_s,
+            requests=int(d[C_REQ]),
+            gets=int(d[C_GETS]),
+            hits=int(d[C_HITS]),
+            misses=int(d[C_MISSES]),
+            byte_requests=int(d[C_BREQ]),
+            byte_hits=int(d[C_BHIT]),
+            sets=int(d[C_SETS]),
+            evictions=int(d[C_EVICT]),
+            expirations=int(d[C_EXPIRED]),
+            rejected_writes=int(d[C_REJECT]),
+            commands=int(d[C_CMDS]),
+            used_memory=used,
+            peak_used_memory=max(int(s.ist[I_PEAK]), used),
+            maxmemory=self._config.maxmemory,
+            keys=int(s.ist[I_NRES]),
+            connected_clients=int(s.ist[I_NCONN]),
+            reconnects=int(d[C_RECONN]),
+            l2_hits=int(d[C_L2HITS]),
+            l2_used_bytes=int(s.ist[I_L2USED]),
+            latency_p50_ms=q_ms(0.50),
+            latency_p95_ms=q_ms(0.95),
+            latency_p99_ms=q_ms(0.99),
+            latency_mean_ms=float(f[FC_LATSUM_MS] / n_lat) if n_lat else 0.0,
+            miss_cost=float(f[FC_MISSCOST]),
+            config=self._config,
+        )

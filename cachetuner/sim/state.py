@@ -1,0 +1,145 @@
+"""The simulator's whole mutable state as flat numpy arrays (what the compiled kernel reads and writes).
+
+Keeping state in one named tuple of arrays makes :meth:`TieredCacheSim.clone` a plain deep copy and
+lets numba compile the kernel once for every policy.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from cachetuner.metrics import LATENCY_BUCKETS_S
+
+EVPOOL_SIZE = 16  # evict.c: EVPOOL_SIZE
+
+# Scalar slots in KState.ist (int64).
+I_NRES = 0       # resident keys
+I_NVOL = 1       # resident keys with a TTL
+I_DATA = 2       # bytes charged for resident keys
+I_HEAD = 3       # exact-LRU list head (most recent), -1 if empty
+I_TAIL = 4       # exact-LRU list tail (least recent)
+I_LISTED = 5     # 1 while the exact-LRU list is maintained (policy exact-lru)
+I_L2HEAD = 6
+I_L2TAIL = 7
+I_L2USED = 8
+I_L2N = 9
+I_NCONN = 10     # connected clients
+I_AE_TICK = 11   # last active-expire tick processed
+I_CRON_SEC = 12  # last clientsCron second processed
+I_STARTED = 13   # clock initialised by a first request
+I_PEAK = 14      # peak used_memory since the last report
+N_IST = 15
+
+# Scalar slots in KState.fst (float64).
+F_NOW = 0        # simulated clock, seconds
+F_SPARE = 1      # cached second Box-Muller normal
+F_HAS_SPARE = 2
+N_FST = 3
+
+# Cumulative counters in KState.cnt (int64); snapshots report differences.
+C_REQ = 0
+C_GETS = 1
+C_HITS = 2
+C_MISSES = 3
+C_BREQ = 4
+C_BHIT = 5
+C_SETS = 6
+C_EVICT = 7
+C_EXPIRED = 8
+C_REJECT = 9
+C_CMDS = 10
+C_RECONN = 11
+C_L2HITS = 12
+C_BACKEND = 13
+N_CNT = 14
+
+# Cumulative float counters in KState.fcnt.
+FC_LATSUM_MS = 0
+FC_MISSCOST = 1
+N_FCNT = 2
+
+
+class KState(NamedTuple):
+    """Per-key arrays (length ``n_keys``), per-client arrays, the eviction pool and scalars."""
+
+    dpos: np.ndarray      # int64: index in dkeys, -1 if not resident
+    dkeys: np.ndarray     # int64: dense list of resident keys (swap-remove) for O(1) sampling
+    vpos: np.ndarray      # int64: index in vkeys, -1 if not resident with TTL
+    vkeys: np.ndarray     # int64: dense list of resident keys with a TTL (Redis db->expires)
+    vsize: np.ndarray     # int64: value size of the resident key
+    kcost: np.ndarray     # int64: bytes charged to used_memory for the resident key
+    lru: np.ndarray       # int64: Redis robj 24-bit lru field (LRU clock, or LFU minutes<<8 | counter)
+    expire: np.ndarray    # float64: absolute expire time, 0 = no TTL
+    prev: np.ndarray      # int64: exact-LRU list
+    nxt: np.ndarray       # int64
+    keylen: np.ndarray    # int64: key name bytes
+    l2in: np.ndarray      # int8: key present in L2
+    l2size: np.ndarray    # int64
+    l2exp: np.ndarray     # float64
+    l2prev: np.ndarray    # int64
+    l2next: np.ndarray    # int64
+    cl_last: np.ndarray   # float64: last interaction per client
+    cl_conn: np.ndarray   # int8: connected flag per client
+    cl_cdf: np.ndarray    # float64: cumulative activity distribution of clients
+    pool_key: np.ndarray  # int64[EVPOOL_SIZE]: eviction pool, -1 = empty
+    pool_idle: np.ndarray  # int64[EVPOOL_SIZE]
+    ist: np.ndarray       # int64 scalars (I_*)
+    fst: np.ndarray       # float64 scalars (F_*)
+    rng: np.ndarray       # uint64[1]: xorshift64* state
+    cnt: np.ndarray       # int64 cumulative counters (C_*)
+    fcnt: np.ndarray      # float64 cumulative counters (FC_*)
+    hist: np.ndarray      # int64 cumulative latency histogram, len(bounds) + 1
+    bounds: np.ndarray    # float64 histogram upper bounds, seconds
+
+
+def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew: float, seed: int) -> KState:
+    """An empty cache: no resident keys, no clients connected yet, RNG seeded from ``seed``."""
+    n = max(int(n_keys), 1)
+    minus = np.full(n, -1, dtype=np.int64)
+    weights = 1.0 / np.arange(1, n_clients + 1, dtype=np.float64) ** activity_skew
+    cdf = np.cumsum(weights / weights.sum())
+    cdf[-1] = 1.0
+    ist = np.zeros(N_IST, dtype=np.int64)
+    ist[[I_HEAD, I_TAIL, I_L2HEAD, I_L2TAIL]] = -1
+    # splitmix64 of the seed so that nearby seeds give unrelated streams; never zero (xorshift).
+    z = (int(seed) + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    z ^= z >> 31
+    return KState(
+        dpos=minus.copy(),
+        dkeys=np.zeros(n, dtype=np.int64),
+        vpos=minus.copy(),
+        vkeys=np.zeros(n, dtype=np.int64),
+        vsize=np.zeros(n, dtype=np.int64),
+        kcost=np.zeros(n, dtype=np.int64),
+        lru=np.zeros(n, dtype=np.int64),
+        expire=np.zeros(n, dtype=np.float64),
+        prev=minus.copy(),
+        nxt=minus.copy(),
+        keylen=np.asarray(key_bytes, dtype=np.int64).copy(),
+        l2in=np.zeros(n, dtype=np.int8),
+        l2size=np.zeros(n, dtype=np.int64),
+        l2exp=np.zeros(n, dtype=np.float64),
+        l2prev=minus.copy(),
+        l2next=minus.copy(),
+        cl_last=np.zeros(n_clients, dtype=np.float64),
+        cl_conn=np.zeros(n_clients, dtype=np.int8),
+        cl_cdf=cdf,
+        pool_key=np.full(EVPOOL_SIZE, -1, dtype=np.int64),
+        pool_idle=np.zeros(EVPOOL_SIZE, dtype=np.int64),
+        ist=ist,
+        fst=np.zeros(N_FST, dtype=np.float64),
+        rng=np.array([z or 1], dtype=np.uint64),
+        cnt=np.zeros(N_CNT, dtype=np.int64),
+        fcnt=np.zeros(N_FCNT, dtype=np.float64),
+        hist=np.zeros(len(LATENCY_BUCKETS_S) + 1, dtype=np.int64),
+        bounds=np.asarray(LATENCY_BUCKETS_S, dtype=np.float64),
+    )
+
+
+def copy_state(s: KState) -> KState:
+    """Deep copy (every array copied)."""
+    return KState(*(a.copy() for a in s))

@@ -1,0 +1,116 @@
+"""``read_trace``: one entry point for trace files, ``synthetic:NAME`` specs and workload YAML files."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from cachetuner.errors import TraceError
+from cachetuner.traces import synthetic
+from cachetuner.traces.assemble import ReadOptions
+from cachetuner.traces.base import FORMATS, TraceReader, get_reader, list_formats
+from cachetuner.traces.bundled import bundled_trace_format, bundled_trace_path
+from cachetuner.traces.sizes import parse_size_model
+from cachetuner.traces.streams import ProgressFn, read_head
+from cachetuner.traces.trace import Trace
+
+WORKLOAD_FILE_SUFFIXES = (".yaml", ".yml")
+#: ``bundled:NAME`` names a trace shipped in ``cachetuner/data``.
+BUNDLED_PREFIX = "bundled:"
+
+
+def _strip_zst(name: str) -> str:
+    name = name.lower()
+    return name[: -len(".zst")] if name.endswith(".zst") else name
+
+
+def detect_format(path: Path) -> TraceReader:
+    """Pick the reader by extension, else by content; refuse to guess when more than one fits."""
+    name = _strip_zst(path.name)
+    by_ext = [r for r in FORMATS.values() if any(name.endswith(ext) for ext in r.extensions)]
+    if len(by_ext) == 1:
+        return by_ext[0]
+    if not path.is_file():
+        raise TraceError(f"{path}: trace file not found")
+    head = read_head(path)
+    if not head:
+        raise TraceError(f"{path}: empty file")
+    candidates = [r for r in (by_ext or FORMATS.values()) if r.sniff(head)]
+    if len(candidates) == 1:
+        return candidates[0]
+    if candidates:
+        what = f"could be {', '.join(r.name for r in candidates)}"
+    elif b"\x00" in head[:4096]:
+        binary = [r.name for r in FORMATS.values() if getattr(r, "binary", False)]
+        what = f"binary without a magic number: {', '.join(binary)}"
+    else:
+        what = "not recognised"
+    raise TraceError(
+        f"{path}: cannot tell the trace format ({what}); pass --format NAME (valid: {', '.join(list_formats())})"
+    )
+
+
+def read_trace(
+    path_or_spec: str | Path,
+    format: str = "auto",
+    *,
+    size_model: str | None = None,
+    rate: float | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    params: dict | None = None,
+    progress: ProgressFn | None = None,
+) -> Trace:
+    """Read a trace file or generate a synthetic workload.
+
+    Args:
+        path_or_spec: a trace file (``.zst`` is decompressed on the fly), ``synthetic:NAME``,
+            ``bundled:NAME`` (a trace shipped with the package), or a workload YAML file
+            ``{synthetic: NAME, params: {...}}``.
+        format: a name from :data:`FORMATS`, or ``auto`` (extension, then content sniffing; an
+            ambiguous file is refused with a request for ``--format``).
+        size_model: ``fixed:BYTES`` / ``lognormal:MEDIAN,SIGMA`` / ``llm[...]``, drawn once per key.
+            Required for nothing: size-less traces default to ``fixed:4096``. When given for a trace
+            that has sizes, it replaces them (what-if experiments).
+        rate: requests/s. Size-less-timing traces default to 1000/s; given for a timed trace it
+            re-times requests uniformly; for a synthetic workload it sets the ``rate`` param.
+        seed: seeds size draws and synthetic generators (same seed, same trace).
+        limit: keep only the first ``limit`` requests (after ARC block / Meta op_count expansion).
+        params: reader options (e.g. ``{"expand": False}`` for arc) or workload parameters
+            (merged over the YAML file's ``params``).
+        progress: called with (bytes read, file bytes) while reading a file.
+    """
+    if limit is not None and limit < 1:
+        raise TraceError(f"{path_or_spec}: limit must be >= 1, got {limit}")
+    if rate is not None and not rate > 0:
+        raise TraceError(f"{path_or_spec}: rate must be > 0 requests/s, got {rate}")
+    opts = ReadOptions(
+        size_model=parse_size_model(size_model) if size_model else None,
+        rate=rate,
+        seed=seed,
+        limit=limit,
+        params=dict(params or {}),
+        progress=progress,
+    )
+    spec = str(path_or_spec)
+    if isinstance(path_or_spec, str) and spec.startswith(synthetic.PREFIX):
+        return synthetic.generate(spec[len(synthetic.PREFIX) :], opts.params, opts)
+    if isinstance(path_or_spec, str) and spec.startswith(BUNDLED_PREFIX):
+        name = spec[len(BUNDLED_PREFIX) :]
+        path = bundled_trace_path(name)
+        fmt = bundled_trace_format(name) if format == "auto" else format
+        trace = get_reader(fmt).read(path, opts)
+        return replace(trace, name=spec)
+    path = Path(path_or_spec)
+    if format in ("auto", "synthetic") and path.suffix.lower() in WORKLOAD_FILE_SUFFIXES:
+        name, file_params = synthetic.load_workload_file(path)
+        merged = {**file_params, **opts.params}
+        return synthetic.generate(name, merged, opts, source=f"{path} (synthetic:{name})")
+    if format == "synthetic":
+        raise TraceError(f"{path}: --format synthetic needs synthetic:NAME or a workload .yaml file")
+    reader = detect_format(path) if format == "auto" else get_reader(format)
+    if not path.is_file():
+        raise TraceError(f"{path}: trace file not found")
+    if path.stat().st_size == 0:
+        raise TraceError(f"{path}: empty file")
+    return reader.read(path, opts)

@@ -1,0 +1,49 @@
+"""Summary figures of a trace (what ``cachetuner trace info`` prints)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cachetuner.traces.trace import Op, Trace
+
+
+def top_share(trace: Trace, fraction: float = 0.01) -> float:
+    """Share of requests that go to the hottest ``fraction`` of keys (at least one key)."""
+    counts = np.bincount(trace.keys, minlength=trace.n_keys)
+    k = max(1, math.ceil(fraction * trace.n_keys))
+    top = np.partition(counts, len(counts) - k)[len(counts) - k :]
+    return float(top.sum() / len(trace))
+
+
+def summarize(trace: Trace) -> dict:
+    """Counts, timing, popularity skew, ops, sizes and working set of ``trace`` (JSON-ready)."""
+    n = len(trace)
+    ops = np.bincount(trace.ops, minlength=3)
+    sizes = trace.sizes
+    pct = np.percentile(sizes, [50, 99]) if n else [0, 0]
+    duration = trace.duration
+    return {
+        "name": trace.name,
+        "format": trace.meta.get("format"),
+        "requests": n,
+        "unique_keys": trace.n_keys,
+        "duration_s": duration,
+        "mean_rate_per_s": n / duration if duration > 0 else None,
+        "top1pct_share": top_share(trace, 0.01),
+        "read_only": trace.read_only,
+        "ops": {"get": int(ops[Op.GET]), "set": int(ops[Op.SET]), "delete": int(ops[Op.DELETE])},
+        "sizes": {
+            "min": int(sizes.min()),
+            "p50": float(pct[0]),
+            "mean": float(sizes.mean()),
+            "p99": float(pct[1]),
+            "max": int(sizes.max()),
+        },
+        "working_set_bytes": trace.working_set_bytes(),
+        "key_bytes_total": int(trace.key_bytes.sum()),
+        "ttl_share": float(np.count_nonzero(trace.ttls > 0) / n),
+        "size_model": trace.meta.get("size_model"),
+        "timing": trace.meta.get("timing"),
+    }

@@ -1,0 +1,152 @@
+"""Byte and line streams over trace files, with transparent zstd and exact error positions.
+
+Readers never hold a whole file as Python objects: text is handed out in chunks of lines (each
+chunk parsed by numpy), binary files in chunks of whole records. Every chunk carries the position
+of its first line / byte so a parse error can name the exact line or offset.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, BinaryIO
+
+from cachetuner.errors import TraceError
+
+#: Called with (compressed bytes consumed so far, total file bytes) while reading.
+ProgressFn = Callable[[int, int], None]
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+TEXT_CHUNK_LINES = 1 << 18
+BINARY_CHUNK_BYTES = 1 << 24
+
+
+class _CountingReader(io.RawIOBase):
+    """Wraps the on-disk file so progress reflects compressed bytes consumed."""
+
+    def __init__(self, raw: IO[bytes], total: int, progress: ProgressFn | None) -> None:
+        self._raw = raw
+        self._total = total
+        self._progress = progress
+        self.consumed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+        n = self._raw.readinto(b)  # type: ignore[attr-defined]
+        n = n or 0
+        self.consumed += n
+        if self._progress is not None:
+            self._progress(self.consumed, self._total)
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def is_zstd(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == ZSTD_MAGIC
+
+
+def open_binary(path: Path, progress: ProgressFn | None = None) -> BinaryIO:
+    """Open ``path`` for reading decompressed bytes; ``.zst`` (by magic number) is streamed."""
+    if not path.is_file():
+        raise TraceError(f"{path}: trace file not found")
+    total = path.stat().st_size
+    counting = _CountingReader(open(path, "rb"), total, progress)  # noqa: SIM115
+    buffered = io.BufferedReader(counting, buffer_size=1 << 20)
+    if buffered.peek(4)[:4] == ZSTD_MAGIC:
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(buffered, read_size=1 << 20, closefd=True)  # type: ignore[return-value]
+    return buffered
+
+
+def read_head(path: Path, n: int = 4096) -> bytes:
+    """First ``n`` decompressed bytes (for format sniffing)."""
+    with open_binary(path) as f:
+        try:
+            return f.read(n)
+        except Exception as e:  # zstandard.ZstdError on a corrupt frame
+            raise TraceError(f"{path}: cannot decompress ({e})") from None
+
+
+@dataclass(frozen=True)
+class LineChunk:
+    """Consecutive lines of a text file; ``first_line`` is the 1-based number of ``lines[0]``."""
+
+    first_line: int
+    lines: list[str]
+
+
+def iter_lines(
+    path: Path, *, chunk_lines: int | None = None, progress: ProgressFn | None = None
+) -> Iterator[LineChunk]:
+    """Yield the file's lines in chunks (newline stripped).
+
+    Decoded as latin-1, which maps every byte to one character: numbers parse the same and string
+    keys stay byte-exact, so no file can fail on encoding alone.
+    """
+    hint = (chunk_lines or TEXT_CHUNK_LINES) * 32  # readlines() takes a size hint in characters
+    with open_binary(path, progress) as raw:
+        text = io.TextIOWrapper(raw, encoding="latin-1", newline=None)  # type: ignore[arg-type]
+        line_no = 1
+        try:
+            while True:
+                lines = text.readlines(hint)
+                if not lines:
+                    return
+                yield LineChunk(line_no, [ln.rstrip("\n") for ln in lines])
+                line_no += len(lines)
+        except TraceError:
+            raise
+        except Exception as e:  # zstandard.ZstdError on a corrupt or truncated frame
+            if type(e).__name__ == "ZstdError":
+                raise TraceError(f"{path}: corrupt zstd stream near line {line_no} ({e})") from None
+            raise
+
+
+@dataclass(frozen=True)
+class ByteChunk:
+    """Whole records; ``offset`` is the decompressed byte offset of ``data[0]``."""
+
+    offset: int
+    data: bytes
+
+
+def iter_records(
+    path: Path, record_size: int, *, chunk_bytes: int | None = None, progress: ProgressFn | None = None
+) -> Iterator[ByteChunk]:
+    """Yield chunks holding whole ``record_size``-byte records; a trailing partial record is an error."""
+    chunk_bytes = chunk_bytes or BINARY_CHUNK_BYTES
+    chunk_bytes = max(chunk_bytes - chunk_bytes % record_size, record_size)
+    offset = 0
+    with open_binary(path, progress) as f:
+        while True:
+            try:
+                data = f.read(chunk_bytes)
+                # zstd stream_reader may return short reads before EOF: top up to whole records.
+                while data and len(data) % record_size:
+                    more = f.read(record_size - len(data) % record_size)
+                    if not more:
+                        break
+                    data += more
+            except Exception as e:
+                if type(e).__name__ == "ZstdError":
+                    raise TraceError(f"{path}: corrupt zstd stream near byte offset {offset} ({e})") from None
+                raise
+            if not data:
+                return
+            if len(data) % record_size:
+                whole = len(data) - len(data) % record_size
+                raise TraceError(
+                    f"{path}: truncated record at byte offset {offset + whole}: "
+                    f"{len(data) - whole} trailing bytes, records are {record_size} bytes"
+                )
+            yield ByteChunk(offset, data)
+            offset += len(data)

@@ -1,0 +1,201 @@
+"""Malformed input fails with ONE line naming the file and the line / byte offset / param at fault."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zstandard
+
+from cachetuner.errors import CacheTunerError, ConfigError, TraceError
+from cachetuner.traces import FORMATS, parse_size_model, read_trace
+
+
+def _err(fn, *args, **kw) -> str:
+    with pytest.raises(TraceError) as info:
+        fn(*args, **kw)
+    msg = str(info.value)
+    assert "\n" not in msg and msg
+    return msg
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_unknown_format_lists_valid_names(tmp_path: Path) -> None:
+    p = _write(tmp_path, "x.trace", "1\n")
+    msg = _err(read_trace, p, "nope")
+    assert "'nope'" in msg and all(name in msg for name in FORMATS)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    msg = _err(read_trace, tmp_path / "absent.trace", "lirs")
+    assert "absent.trace" in msg and "not found" in msg
+
+
+@pytest.mark.parametrize(
+    "fmt", ["auto", "lirs", "oracle", "raw-be-i4", "libcachesim-csv", "twitter", "meta-kv"]
+)
+def test_empty_file(tmp_path: Path, fmt: str) -> None:
+    p = _write(tmp_path, "empty.trace", "")
+    msg = _err(read_trace, p, fmt)
+    assert "empty.trace" in msg and "empty" in msg
+
+
+def test_header_only_csv_has_no_requests(tmp_path: Path) -> None:
+    p = _write(tmp_path, "h.csv", "version,time,op,size,lbn\n")
+    msg = _err(read_trace, p)
+    assert "h.csv" in msg and "no requests" in msg
+
+
+def test_lirs_bad_line_number(tmp_path: Path) -> None:
+    p = _write(tmp_path, "bad.trace", "1\n2\n*\n\n3\nx7\n4\n")
+    msg = _err(read_trace, p, "lirs")
+    assert msg.startswith(f"{p}:6:") and "'x7'" in msg and "integer" in msg
+
+
+def test_bad_line_in_later_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import cachetuner.traces.streams as streams
+
+    monkeypatch.setattr(streams, "TEXT_CHUNK_LINES", 2)  # several chunks for a short file
+    lines = [f"{i} 1 0 {i}" for i in range(200)]
+    p = _write(tmp_path, "good.lis", "\n".join(lines) + "\n")
+    assert len(list(streams.iter_lines(p))) > 10
+    assert len(read_trace(p)) == 200
+    lines[150] = "150 1 0"
+    p = _write(tmp_path, "bad.lis", "\n".join(lines) + "\n")
+    msg = _err(read_trace, p)
+    assert msg.startswith(f"{p}:151:") and "expected 4 fields" in msg
+
+
+def test_arc_zero_blocks(tmp_path: Path) -> None:
+    p = _write(tmp_path, "z.lis", "10 8 0 0\n11 0 0 1\n")
+    assert _err(read_trace, p).startswith(f"{p}:2: n_blocks must be >= 1")
+
+
+def test_adaptsize_bad_size(tmp_path: Path) -> None:
+    p = _write(tmp_path, "a.trace", "1 5 100\n2 6 -3\n")
+    assert _err(read_trace, p, "adaptsize").startswith(f"{p}:2: size must be >= 1")
+
+
+def test_csv_bad_header_and_unknown_op(tmp_path: Path) -> None:
+    p = _write(tmp_path, "h.csv", "version,time,size,op,lbn\n1,2,28,512,3\n")
+    assert _err(read_trace, p, "libcachesim-csv").startswith(f"{p}:1: expected header")
+    p = _write(tmp_path, "op.csv", "version,time,op,size,lbn\n1,2,28,512,3\n1,2,35,512,4\n")
+    msg = _err(read_trace, p)
+    assert msg.startswith(f"{p}:3: unknown op '35'") and "2a" in msg
+
+
+def test_csv_non_numeric_field(tmp_path: Path) -> None:
+    p = _write(tmp_path, "n.csv", "version,time,op,size,lbn\n1,2,28,512,3\n1,2,28,big,4\n")
+    msg = _err(read_trace, p)
+    assert msg.startswith(f"{p}:3: field 'size' is not an integer")
+
+
+def test_twitter_unknown_op_and_field_count(tmp_path: Path) -> None:
+    p = _write(tmp_path, "t.csv", "0,k1,2,10,1,get,0\n1,k2,2,10,1,frob,0\n")
+    assert _err(read_trace, p, "twitter").startswith(f"{p}:2: unknown op 'frob'")
+    p = _write(tmp_path, "t2.csv", "0,k1,2,10,1,get,0\n1,k2,2,10,get,0\n")
+    assert _err(read_trace, p, "twitter").startswith(f"{p}:2: expected 7 fields")
+
+
+def test_meta_kv_errors(tmp_path: Path) -> None:
+    head = "op_time,key,key_size,op,op_count,size,cache_hits,ttl,usecase,sub_usecase\n"
+    p = _write(tmp_path, "m.csv", head + "1,aa,2,GET,1,5,0,0,1,1\n1,bb,2,GET,0,5,0,0,1,1\n")
+    assert _err(read_trace, p, "meta-kv").startswith(f"{p}:3: op_count must be >= 1")
+    p = _write(tmp_path, "m2.csv", "op_time,key,op,op_count,size\n1,aa,GET,1,5\n")
+    msg = _err(read_trace, p, "meta-kv")
+    assert msg.startswith(f"{p}:1: header lacks column(s) key_size")
+
+
+def test_truncated_oracle_record(tmp_path: Path) -> None:
+    rec = np.zeros(3, dtype=[("t", "<u4"), ("id", "<u8"), ("sz", "<u4"), ("nxt", "<i8")])
+    p = tmp_path / "t.oracleGeneral.bin"
+    p.write_bytes(rec.tobytes()[:-5])
+    msg = _err(read_trace, p)
+    assert msg == f"{p}: truncated record at byte offset 48: 19 trailing bytes, records are 24 bytes"
+
+
+def test_truncated_record_after_first_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import cachetuner.traces.streams as streams
+
+    monkeypatch.setattr(streams, "BINARY_CHUNK_BYTES", 4096)
+    n = 4096 // 8 * 3 + 10
+    data = np.arange(n, dtype=">i8").tobytes() + b"\x01\x02\x03"
+    p = tmp_path / "big.i8.zst"
+    p.write_bytes(zstandard.ZstdCompressor(level=1).compress(data))
+    msg = _err(read_trace, p, "raw-be-i8")
+    assert f"byte offset {n * 8}:" in msg and "3 trailing bytes" in msg
+
+
+def test_corrupt_zstd(tmp_path: Path) -> None:
+    good = zstandard.ZstdCompressor().compress(b"1\n2\n3\n" * 1000)
+    p = tmp_path / "c.trace.zst"
+    p.write_bytes(good[:-8])
+    msg = _err(read_trace, p, "lirs")
+    assert str(p) in msg and "zstd" in msg
+
+
+def test_ambiguous_binary_asks_for_format(tmp_path: Path) -> None:
+    p = tmp_path / "keys.trace"
+    p.write_bytes(np.arange(100, dtype=">i4").tobytes())
+    msg = _err(read_trace, p)
+    assert "--format" in msg and "raw-be-i4" in msg and "oracle" in msg
+
+
+def test_bad_reader_param(tmp_path: Path) -> None:
+    p = _write(tmp_path, "x.lis", "1 2 0 0\n")
+    msg = _err(read_trace, p, params={"expnad": False})
+    assert "param 'expnad'" in msg and "expand" in msg
+    assert "param 'x'" in _err(read_trace, p, "lirs", params={"x": 1})
+
+
+def test_bad_size_model_specs() -> None:
+    assert "valid: fixed, lognormal, llm" in _err(parse_size_model, "gamma:1")
+    assert "expected fixed:BYTES" in _err(parse_size_model, "fixed")
+    assert "expected 2 arguments" in _err(parse_size_model, "lognormal:100")
+    assert "numbers" in _err(parse_size_model, "fixed:abc")
+    assert "positive" in _err(parse_size_model, "fixed:0")
+
+
+def test_bad_limit_and_rate(tmp_path: Path) -> None:
+    p = _write(tmp_path, "x.trace", "1\n")
+    assert "limit" in _err(read_trace, p, "lirs", limit=0)
+    assert "rate" in _err(read_trace, p, "lirs", rate=-1.0)
+
+
+def test_synthetic_errors(tmp_path: Path) -> None:
+    msg = _err(read_trace, "synthetic:nope")
+    assert "'nope'" in msg and "synthetic:zipf" in msg and "synthetic:shifting" in msg
+    msg = _err(read_trace, "synthetic:zipf", params={"alpah": 1.0})
+    assert msg.startswith("synthetic:zipf: param 'alpah': unknown parameter")
+    msg = _err(read_trace, "synthetic:zipf", params={"n_keys": -5})
+    assert "param 'n_keys'" in msg
+    msg = _err(read_trace, "synthetic:zipf", params={"sizes": "fixed:-1"})
+    assert "param 'sizes'" in msg
+    msg = _err(read_trace, "synthetic:read-write", params={"get_ratio": 0.5})
+    assert "must be 1" in msg
+    msg = _err(
+        read_trace,
+        "synthetic:shifting",
+        params={"phases": [{"workload": "zipf", "fraction": 1, "params": {"bogus": 1}}]},
+    )
+    assert "phases[0]" in msg and "bogus" in msg
+
+
+def test_workload_file_errors(tmp_path: Path) -> None:
+    p = _write(tmp_path, "w.yaml", "synthetic: zipf\nparams: {alpha: 0.8, typo: 1}\n")
+    msg = _err(read_trace, p)
+    assert str(p) in msg and "param 'typo'" in msg
+    p = _write(tmp_path, "w2.yaml", "synthetic: zipf\nparms: {}\n")
+    assert "unknown field 'parms'" in _err(read_trace, p)
+    p = _write(tmp_path, "w3.yaml", "synthetic: [\n")
+    with pytest.raises(ConfigError) as info:
+        read_trace(p)
+    assert (
+        isinstance(info.value, CacheTunerError) and str(p) in str(info.value) and "\n" not in str(info.value)
+    )
