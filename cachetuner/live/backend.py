@@ -64,6 +64,7 @@ class LiveRedisBackend:
         settle_s: how long after a boundary to wait before reading it (scrape interval + ingestion).
         miss_cost: cost units per miss for ``snapshot.miss_cost``.
         query_timeout_s: per PromQL query.
+        bounds: ``(min, max)`` maxmemory the env may choose, bytes (the env reads ``backend.bounds``).
     """
 
     def __init__(
@@ -77,6 +78,7 @@ class LiveRedisBackend:
         settle_s: float | None = None,
         miss_cost: float = DEFAULT_MISS_COST,
         query_timeout_s: float = 3.0,
+        bounds: tuple[int, int] | None = None,
     ) -> None:
         from prometheus_api_client import PrometheusConnect
 
@@ -94,6 +96,8 @@ class LiveRedisBackend:
         self._raw = redis_client(redis_url, socket_timeout=5.0)
         self._prom = PrometheusConnect(url=self.prometheus_url, disable_ssl=True, timeout=int(math.ceil(query_timeout_s)))
         self._config = RedisConfig()
+        self._sample_rate = sampling.DEFAULT_SAMPLE_RATE
+        self.bounds = bounds
         self._last: MetricsSnapshot | None = None
         self._boundary = 0.0
         self._window = (0.0, 0.0)
@@ -170,8 +174,10 @@ class LiveRedisBackend:
                 sampling.stream_key(self.key_prefix), min=f"{int(lo * 1000)}-0", max=f"{int(hi * 1000)}-0", count=100_000
             )
         except redis.RedisError:
-            return RequestSample(rate=0.0)
-        return sampling.entries_to_sample(entries)
+            return RequestSample(rate=self._sample_rate)
+        sample = sampling.entries_to_sample(entries, self._sample_rate)
+        self._sample_rate = sample.rate
+        return sample
 
     def close(self) -> None:
         for c in (self._redis, self._raw):

@@ -1,7 +1,7 @@
 """Hash-sampled requests published by the replayer to a Redis Stream, read back by the live backend.
 
 Sampling is by key (SHARDS-style): a request is published when ``splitmix64(key) mod 2**24 <
-rate * 2**24``, so a sampled key is sampled on every request and a mini-simulation over the sample
+round(rate * 2**24)`` (the same hash as :func:`cachetuner.env.whatif.hash_sample_mask`), so a sampled key is sampled on every request and a mini-simulation over the sample
 with memory scaled by ``rate`` estimates the full cache (this is what the A/B shadow and what-if
 features need). The default rate is 1 %.
 
@@ -54,14 +54,14 @@ def sampled_mask(keys: np.ndarray, rate: float) -> np.ndarray:
         return np.zeros(len(keys), dtype=bool)
     if rate >= 1:
         return np.ones(len(keys), dtype=bool)
-    threshold = np.uint64(int(rate * _SPACE))
+    threshold = np.uint64(int(round(rate * _SPACE)))
     return (splitmix64(keys) & np.uint64(_SPACE - 1)) < threshold
 
 
-def entries_to_sample(entries: list[tuple[bytes, dict[bytes, bytes]]]) -> RequestSample:
-    """``XRANGE`` output (raw bytes) to a :class:`RequestSample`."""
+def entries_to_sample(entries: list[tuple[bytes, dict[bytes, bytes]]], empty_rate: float = DEFAULT_SAMPLE_RATE) -> RequestSample:
+    """``XRANGE`` output (raw bytes) to a :class:`RequestSample` (``empty_rate`` when there are no entries)."""
     if not entries:
-        return RequestSample(rate=0.0)
+        return RequestSample(rate=empty_rate)
     n = len(entries)
     keys = np.empty(n, np.int64)
     sizes = np.empty(n, np.int64)

@@ -115,8 +115,7 @@ _U27 = np.uint64(27)
 _UMUL = np.uint64(2685821657736338717)
 _INV53 = 1.0 / 9007199254740992.0
 
-_JIT = dict(cache=True, nogil=True, inline='always')
-_ENTRY = dict(cache=True, nogil=True)
+_JIT = dict(cache=True, nogil=True)
 
 
 # ----------------------------------------------------------------------------- random numbers
@@ -634,7 +633,7 @@ def pick_client(S):
 
 
 # ----------------------------------------------------------------------------- main loop
-@nb.njit(**_ENTRY)
+@nb.njit(**_JIT)
 def run_requests(S, ipar, fpar, ts, keys, sizes, ops, ttls):
     """Process requests in order (processCommand() for each), updating cumulative counters."""
     timeout = fpar[Q_TIMEOUT]
@@ -721,14 +720,14 @@ def run_requests(S, ipar, fpar, ts, keys, sizes, ops, ttls):
             S.ist[I_PEAK] = u
 
 
-@nb.njit(**_ENTRY)
+@nb.njit(**_JIT)
 def advance_to(S, ipar, fpar, until):
     """Let simulated time pass without requests (active expiry, idle-client closes)."""
     if S.ist[I_STARTED] and until > S.fst[F_NOW]:
         advance_clock(S, ipar, fpar, until)
 
 
-@nb.njit(**_ENTRY)
+@nb.njit(**_JIT)
 def evict_to_limit(S, ipar):
     """CONFIG SET maxmemory below used_memory: performEvictions() right away."""
     return perform_evictions(S, ipar, S.fst[F_NOW], 0)

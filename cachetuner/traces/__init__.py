@@ -10,6 +10,7 @@ from cachetuner.traces.assemble import DEFAULT_RATE, KEY_PREFIX, key_name, numer
 from cachetuner.traces.base import FORMATS, TraceReader, get_reader, list_formats, register_format
 from cachetuner.traces.bundled import BUNDLED_TRACES, bundled_trace_format, bundled_trace_path
 from cachetuner.traces.sizes import DEFAULT_SIZE_MODEL, SIZE_MODELS, SizeModel, parse_size_model
+from cachetuner.traces.stats import summarize, top_share
 from cachetuner.traces.synthetic import SYNTHETIC_WORKLOADS, register_workload
 from cachetuner.traces.trace import Op, Trace
 
@@ -36,4 +37,6 @@ __all__ = [
     "read_trace",
     "register_format",
     "register_workload",
+    "summarize",
+    "top_share",
 ]

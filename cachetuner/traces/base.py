@@ -57,8 +57,11 @@ def validate_params(model: type[BaseModel], params: dict, source: str) -> BaseMo
         return model.model_validate(params)
     except ValidationError as e:
         first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "<root>"
+        loc = ".".join(str(p) for p in first["loc"])
         msg = "unknown parameter" if first.get("type") == "extra_forbidden" else first["msg"]
+        msg = msg.removeprefix("Value error, ")
+        if not loc:  # a check across several params: the message names them
+            raise TraceError(f"{source}: {msg}") from None
         valid = ", ".join(model.model_fields) or "none"
         raise TraceError(f"{source}: param '{loc}': {msg} (valid params: {valid})") from None
 

@@ -60,3 +60,23 @@ def test_user_error_exits_2_with_one_line(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [f"error: {bad}:3: field 'id' is not an integer: 'nope'"]
+
+
+def test_progress_bar_goes_to_stderr(shared_traces: Path, monkeypatch) -> None:
+    import cachetuner.cli.trace_options as opts
+
+    monkeypatch.setattr(opts, "PROGRESS_MIN_BYTES", 0)
+    res = runner.invoke(app, ["trace", "info", "--trace", str(shared_traces / "lirs/ps.trace"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["format"] == "lirs"
+
+
+def test_bench_traces_json(shared_traces: Path) -> None:
+    res = runner.invoke(app, ["bench", "traces", "--shared", str(shared_traces), "--n-requests", "2000"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    by_file = {f["file"]: f for f in data["files"]}
+    assert by_file["cache2k/orm-night.trace.zst"]["requests"] == 5_000_000
+    assert by_file["cloudphysics/cloudPhysicsIO.csv"]["unique_keys"] == 48_974
+    assert {s["workload"] for s in data["synthetic"]} == set(SYNTHETIC_WORKLOADS)
+    assert all(s["requests"] == 2000 for s in data["synthetic"])

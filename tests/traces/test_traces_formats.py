@@ -216,3 +216,11 @@ def test_bundled_trace_is_web07_prefix(shared_traces: Path) -> None:
     full = read_trace(shared_traces / "cache2k/web07.trace", "raw-be-i4")
     assert len(tr) == 50_000 and np.array_equal(tr.keys, full.keys[:50_000])
     assert read_trace("bundled:web07").n_keys == tr.n_keys == 16_572
+
+
+def test_progress_callback_reaches_file_size(shared_traces: Path) -> None:
+    path = shared_traces / "cache2k/orm-night.trace.zst"
+    seen: list[tuple[int, int]] = []
+    read_trace(path, "raw-be-i4", progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (path.stat().st_size, path.stat().st_size)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -74,5 +74,8 @@ def load_workload_file(path: Path) -> tuple[str, dict]:
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise TraceError(f"{path}: field 'params' must be a mapping")
-    get_workload(name)
+    try:
+        get_workload(name)
+    except TraceError as e:
+        raise TraceError(f"{path}: field 'synthetic': {e}") from None
     return name, params

@@ -43,13 +43,14 @@ class ShiftingParams(WorkloadParams):
     phases: list[PhaseSpec] = Field(
         default_factory=_default_phases, min_length=1, description="phases in order"
     )
-    alpha_range: tuple[float, float] = Field(
-        (0.7, 1.2), description="Zipf alpha drawn per phase unless the phase sets it"
+    alpha_range: tuple[float, float] | None = Field(
+        (0.7, 1.2),
+        description="Zipf alpha drawn per phase unless the phase sets it; null: every phase uses alpha",
     )
 
     @model_validator(mode="after")
     def _check(self) -> ShiftingParams:
-        lo, hi = self.alpha_range
+        lo, hi = self.alpha_range or (self.alpha, self.alpha)
         if not 0.0 <= lo <= hi:
             raise ValueError("alpha_range must be [low, high] with 0 <= low <= high")
         for i, ph in enumerate(self.phases):
@@ -60,9 +61,18 @@ class ShiftingParams(WorkloadParams):
                     f"phases[{i}]: unknown workload {ph.workload!r}; valid: {', '.join(sorted(SYNTHETIC_WORKLOADS))}"
                 )
             fixed = {"n_keys", "n_requests", "rate", "sizes"} & set(ph.params)
+            if not fixed:
+                try:
+                    validate_params(
+                        SYNTHETIC_WORKLOADS[ph.workload].params_model,
+                        ph.params,
+                        f"phases[{i}] ({ph.workload})",
+                    )
+                except TraceError as e:
+                    raise ValueError(str(e)) from None
             if fixed:
                 raise ValueError(
-                    f"phases[{i}]: {', '.join(sorted(fixed))} are set by the composite, not per phase"
+                    f"phases[{i}]: {', '.join(sorted(fixed))} cannot be set per phase (the composite sets them)"
                 )
         return self
 
@@ -80,7 +90,7 @@ def shifting(p: WorkloadParams, rng: np.random.Generator) -> Requests:
         if n <= 0:
             continue
         w = get_workload(ph.workload)
-        alpha = float(rng.uniform(*p.alpha_range))
+        alpha = float(rng.uniform(*p.alpha_range)) if p.alpha_range is not None else p.alpha
         sub = {"alpha": alpha, **ph.params, "n_keys": p.n_keys, "n_requests": int(n), "rate": p.rate}
         try:
             params = validate_params(w.params_model, sub, f"synthetic:shifting phases[{i}] ({ph.workload})")
