@@ -133,6 +133,9 @@ class ABConfig(BaseModel):
     env: dict[str, Any] | None = Field(None, description="inline env section (cachetuner.env.EnvConfig)")
     env_config: str | None = Field(None, description="experiment YAML whose env section both arms run on")
     env_section: str = "env"
+    workloads: list[dict[str, Any]] | None = Field(
+        None, description="replace the env's workloads (WorkloadSpec entries), e.g. a held-out trace"
+    )
     workload: str | None = Field(None, description="workload label to run on (default: the first)")
     stats: StatsConfig = Field(default_factory=StatsConfig)
     shadow: ShadowConfig = Field(default_factory=ShadowConfig)
@@ -166,6 +169,11 @@ def resolve_env_config(cfg: ABConfig, source: str = "<ab config>") -> Any:
         env = validate(EnvConfig, cfg.env, f"{source} (env)")
     else:
         env = EnvConfig()
+    if cfg.workloads is not None:
+        from cachetuner.env.config import WorkloadSpec
+
+        specs = [validate(WorkloadSpec, w, f"{source} (workloads.{i})") for i, w in enumerate(cfg.workloads)]
+        env = env.model_copy(update={"workloads": specs})
     return env.model_copy(update={"episode_intervals": cfg.horizon_intervals, "max_episode_steps": None})
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cachetuner.ab.arms import build_tuner, ensure_model, model_env_config
-from cachetuner.ab.config import ABConfig, resolve_env_config
+from cachetuner.ab.config import ABConfig, ArmConfig, resolve_env_config
 from cachetuner.ab.result import ABResult, ArmSeries, record_of
 from cachetuner.ab.stats import compare
 from cachetuner.errors import BackendError
@@ -35,6 +35,15 @@ def arm_env_config(cfg: ABConfig, env_override: Any = None, source: str = "<ab c
     if env_override is not None:
         env = env_override(env)
     return env
+
+
+def env_for_arm(env_cfg: Any, arm: ArmConfig) -> Any:
+    """A fixed-config arm starts (and warms up) in its own configuration, so that it is not charged
+    a switch from the env's initial configuration to the one it holds all along."""
+    if arm.config is None:
+        return env_cfg
+    bounds = env_cfg.bounds.model_copy(update={"initial_bytes": arm.config.maxmemory})
+    return env_cfg.model_copy(update={"initial_config": arm.config, "bounds": bounds})
 
 
 def _reset_options(cfg: ABConfig) -> dict[str, Any]:
@@ -118,8 +127,9 @@ def _run_sim(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> tup
     from cachetuner.env.sim_backend import SimBackend, load_workload
 
     traces = [load_workload(w) for w in env_cfg.workloads]  # read once, shared (immutable) by both arms
-    env_c = CacheTuningEnv(env_cfg, backend=SimBackend(env_cfg, traces))
-    env_t = CacheTuningEnv(env_cfg, backend=SimBackend(env_cfg, traces))
+    cfg_c, cfg_t = env_for_arm(env_cfg, cfg.control), env_for_arm(env_cfg, cfg.treatment)
+    env_c = CacheTuningEnv(cfg_c, backend=SimBackend(cfg_c, traces))
+    env_t = CacheTuningEnv(cfg_t, backend=SimBackend(cfg_t, traces))
     control = ArmSeries("control", cfg.control.describe())
     treatment = ArmSeries("treatment", cfg.treatment.describe())
     try:
@@ -142,7 +152,7 @@ def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> 
     if sh.control_backend == "sim":
         from cachetuner.env.sim_backend import SimBackend
 
-        inner: Any = SimBackend(env_cfg)
+        inner: Any = SimBackend(env_for_arm(env_cfg, cfg.control))
         options: dict[str, Any] | None = _reset_options(cfg)
     else:
         from cachetuner.live import LiveRedisBackend  # type: ignore[attr-defined]
@@ -152,7 +162,8 @@ def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> 
         inner = LiveRedisBackend(**opts)
         options = None
     tee = TeeBackend(inner)
-    shadow = ShadowBackend(tee, rate=sh.sample_rate, min_keys=sh.min_keys, modulus=sh.modulus)
+    shadow = ShadowBackend(tee, rate=sh.sample_rate, min_keys=sh.min_keys, modulus=sh.modulus,
+                           initial_config=cfg.treatment.config)
     env_c = CacheTuningEnv(env_cfg, backend=tee)  # type: ignore[arg-type]
     env_t = CacheTuningEnv(env_cfg, backend=shadow)  # type: ignore[arg-type]
     live = sh.control_backend == "live"

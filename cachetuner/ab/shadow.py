@@ -184,11 +184,12 @@ class ShadowEstimator:
     def estimate(self, control: MetricsSnapshot, mirror: MetricsSnapshot, treat: MetricsSnapshot) -> MetricsSnapshot:
         """The treatment's snapshot for an interval whose control snapshot was measured."""
         gets = control.gets
-        hr = _ratio(control.hits, gets) + _ratio(treat.hits, treat.gets) - _ratio(mirror.hits, mirror.gets)
+        # SHARDS-adj style: the hit-count difference of the minis, scaled by 1/R, over the *measured*
+        # number of gets. Dividing by the sampled gets instead would let the luck of drawing (or not)
+        # a few very hot keys, which hit in both minis, dilute or inflate the difference.
+        hr = _ratio(control.hits, gets) + _ratio(treat.hits - mirror.hits, self.rate * gets)
         hr = float(np.clip(hr, 0.0, 1.0))
-        bhr = control.byte_hit_ratio + _ratio(treat.byte_hits, treat.byte_requests) - _ratio(
-            mirror.byte_hits, mirror.byte_requests
-        )
+        bhr = control.byte_hit_ratio + _ratio(treat.byte_hits - mirror.byte_hits, self.rate * control.byte_requests)
         bhr = float(np.clip(bhr, 0.0, 1.0))
         hits = int(round(hr * gets))
         misses = gets - hits
@@ -223,14 +224,41 @@ class ShadowEstimator:
             reconnects=int(round(treat.reconnects / self.rate)) if self.rate > 0 else 0,
             l2_hits=int(round(l2_share * misses)),
             l2_used_bytes=control.l2_used_bytes,
-            latency_p50_ms=shifted(control.latency_p50_ms, treat.latency_p50_ms, mirror.latency_p50_ms),
-            latency_p95_ms=shifted(control.latency_p95_ms, treat.latency_p95_ms, mirror.latency_p95_ms),
-            latency_p99_ms=shifted(control.latency_p99_ms, treat.latency_p99_ms, mirror.latency_p99_ms),
+            latency_p50_ms=self._quantile(0.50, control.latency_p50_ms, control, gets, misses, l2_share,
+                                          shifted(control.latency_p50_ms, treat.latency_p50_ms, mirror.latency_p50_ms)),
+            latency_p95_ms=self._quantile(0.95, control.latency_p95_ms, control, gets, misses, l2_share,
+                                          shifted(control.latency_p95_ms, treat.latency_p95_ms, mirror.latency_p95_ms)),
+            latency_p99_ms=self._quantile(0.99, control.latency_p99_ms, control, gets, misses, l2_share,
+                                          shifted(control.latency_p99_ms, treat.latency_p99_ms, mirror.latency_p99_ms)),
             latency_mean_ms=shifted(control.latency_mean_ms, treat.latency_mean_ms, mirror.latency_mean_ms),
             miss_cost=control.miss_cost * (misses / control.misses) if control.misses else 0.0,
             config=cfg,
             stale=control.stale,
         )
+
+    def _quantile(self, q: float, measured: float, control: MetricsSnapshot, gets: int, misses: int,
+                  l2_share: float, fallback: float) -> float:
+        """Latency quantile ``q`` of the treatment.
+
+        When the quantile lies in the backend-call tail for both arms (slow share ``s > 1 - q`` with a
+        margin), latency is a mixture in which only the slow share changes, and the slow path is
+        lognormal (sigma ``latency.miss_sigma``): then ``Q_t = Q_c · exp(σ (z_t − z_c))`` with
+        ``z = Φ⁻¹(1 − (1 − q) / s)``. Scaling the *measured* control quantile keeps the live
+        backend's real latency level. Otherwise (quantile among hits) the minis' difference is used.
+        """
+        from scipy.stats import norm
+
+        if gets <= 0 or not np.isfinite(measured) or measured <= 0:
+            return fallback
+        s_c = max(control.misses - control.l2_hits, 0) / gets
+        s_t = misses * (1.0 - l2_share) / gets
+        tail = 1.0 - q
+        if min(s_c, s_t) <= tail * 1.25:
+            return fallback
+        sigma = self.params.latency.miss_sigma
+        z_c = norm.ppf(1.0 - tail / s_c)
+        z_t = norm.ppf(1.0 - tail / s_t)
+        return float(measured * np.exp(sigma * (z_t - z_c)))
 
     # -- internals ----------------------------------------------------------------------------------------
     def _mini_params(self) -> SimParams:
@@ -297,8 +325,12 @@ class ShadowBackend:
     on the real cache and the :class:`TeeBackend` records it), then ``env_treatment.step_config(...)``.
     """
 
-    def __init__(self, tee: TeeBackend, *, rate: float, min_keys: int = 0, modulus: int = 1 << 24) -> None:
+    def __init__(
+        self, tee: TeeBackend, *, rate: float, min_keys: int = 0, modulus: int = 1 << 24,
+        initial_config: RedisConfig | None = None,
+    ) -> None:
         self.tee = tee
+        self._initial = initial_config
         self.interval_s = tee.interval_s
         self._rate, self._min_keys, self._modulus = rate, min_keys, modulus
         self.estimator: ShadowEstimator | None = None
@@ -320,12 +352,14 @@ class ShadowBackend:
         return self.tee.exhausted and not self.tee.queue
 
     def reset(self, *, seed: int | None = None) -> MetricsSnapshot:
-        """Start from the control's current config (the treatment starts where production is)."""
+        """Start from ``initial_config`` (a fixed-config treatment) or else from the control's
+        current config (the treatment starts where production is)."""
         inner = self.tee.inner
         trace = getattr(inner, "trace", None)
-        self._config = self.tee.queue[0].config if self.tee.queue else self.tee.config
+        control = self.tee.queue[0].config if self.tee.queue else self.tee.config
+        self._config = self._initial if self._initial is not None else control
         self.estimator = ShadowEstimator(
-            self._config,
+            control,
             self._config,
             rate=self._rate,
             min_keys=self._min_keys,
@@ -358,4 +392,4 @@ class ShadowBackend:
         return self._last
 
     def close(self) -> None:
-        self.estimator = None
+        return None

@@ -45,7 +45,7 @@ class IntervalRecord:
     timeout: int
     p95_latency_ms: float
     cost: dict[str, float]
-    slo_violation: bool
+    slo_violation: bool  # p95 above the env's ``slo_p95_ms``
 
 
 @dataclass
@@ -75,7 +75,7 @@ class EvalReport:
         return {k: [asdict(x) for x in r.records] for k, r in self.results.items()}
 
 
-def _record(i: int, info: dict[str, Any]) -> IntervalRecord:
+def _record(i: int, info: dict[str, Any], slo_p95_ms: float) -> IntervalRecord:
     snap = info["snapshot"]
     cfg = info["config"]
     cost = {k: float(v) for k, v in info["cost"].items()}
@@ -92,7 +92,7 @@ def _record(i: int, info: dict[str, Any]) -> IntervalRecord:
         timeout=int(cfg.timeout),
         p95_latency_ms=float(snap.latency_p95_ms),
         cost=cost,
-        slo_violation=cost.get("slo", 0.0) > 0.0,
+        slo_violation=bool(snap.latency_p95_ms > slo_p95_ms),
     )
 
 
@@ -140,7 +140,7 @@ def run_episode(
     while not done:
         cfg = tuner.decide(obs, info)
         obs, _reward, terminated, truncated, info = base.step_config(cfg)
-        records.append(_record(len(records), info))
+        records.append(_record(len(records), info, base.cfg.slo_p95_ms))
         if on_interval is not None:
             on_interval(len(records))
         done = bool(terminated or truncated)
@@ -179,9 +179,7 @@ def evaluate_tuners(
             cb = (lambda n, _name=name: on_interval(_name, n)) if on_interval is not None else None
             recs = run_episode(env, tuner, seed=seed, options={"workload": workload, "start": "begin"}, on_interval=cb)
             results[name] = TunerResult(name, summarise(recs), recs, time.perf_counter() - t0)
-            wl_name = wl_name or str(getattr(env.unwrapped, "workload_name", "") or "")
+            wl_name = wl_name or env.unwrapped.workload
         finally:
             env.close()
-    if not wl_name and env_cfg.workloads:
-        wl_name = str(env_cfg.workloads[workload].trace)
     return EvalReport(wl_name, results, gap_closed({k: r.summary for k, r in results.items()}))

@@ -1,4 +1,4 @@
-"""Per-interval hindsight oracle: greedy one-step lookahead on a fork of the real state."""
+"""Per-interval hindsight oracle: lookahead on a fork of the real state (greedy one-step by default)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,16 @@ from cachetuner.config import RedisConfig
 
 @register_tuner("oracle")
 class Oracle:
-    """Before every interval, fork the env (simulator state included), run the coming interval under
-    each grid config plus the current one, and pick the config whose interval cost (memory + misses
-    + SLO + switching, the env's own cost) is lowest; ties keep the current config.
+    """Before every interval, fork the env (simulator state included), run the coming ``horizon``
+    intervals under each grid config (and the current one) held fixed, and apply for the next
+    interval the config whose summed cost (memory + misses + SLO + switching: the env's own cost) is
+    lowest; ties keep the current config. Then re-decide from the actual new state (receding horizon).
 
-    It sees the next interval's actual requests, so it beats any online tuner on one-step cost. It is
-    greedy, not a true optimum over the episode: it never accepts a costlier interval now (e.g. a
-    warm-up after switching policy) for a cheaper future, so a tuner that plans ahead can in
-    principle beat it on a whole episode. Cost: ``len(grid)`` interval simulations per interval.
+    It sees the coming intervals' actual requests, so with ``horizon=1`` it beats any online tuner on
+    each interval's cost. It is greedy, not the optimum over the episode: with a short horizon it
+    never accepts a costlier interval now (a shrink that pays off only later, a policy switch that
+    needs a warm-up) for a cheaper future, so best-static can beat it on a whole episode, and a
+    planning tuner could too. Cost: ``len(grid) * horizon`` interval simulations per interval.
     """
 
     name = "oracle"
@@ -45,5 +47,11 @@ class Oracle:
         return best
 
     def _cost(self, cfg: RedisConfig) -> float:
-        _, _, _, _, info = fork_env(self.env).step_config(cfg)
-        return float(info["cost"]["total"])
+        fork = fork_env(self.env)
+        total = 0.0
+        for _ in range(self.settings.oracle.horizon):
+            _, _, terminated, truncated, info = fork.step_config(cfg)
+            total += float(info["cost"]["total"])
+            if terminated or truncated:
+                break
+        return total

@@ -38,6 +38,16 @@ class OptunaSettings(BaseModel):
     n_startup_trials: int = Field(8, ge=1)
 
 
+class OracleSettings(BaseModel):
+    """Hindsight per-interval oracle (see :class:`cachetuner.baselines.oracle.Oracle`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    horizon: int = Field(
+        1, ge=1, description="intervals each candidate is held for in the lookahead (1 = greedy one-step)"
+    )
+
+
 class BaselinesConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -47,3 +57,4 @@ class BaselinesConfig(BaseModel):
     grid: GridSettings = Field(default_factory=GridSettings)
     hill_climb: HillClimbSettings = Field(default_factory=HillClimbSettings)
     optuna: OptunaSettings = Field(default_factory=OptunaSettings)
+    oracle: OracleSettings = Field(default_factory=OracleSettings)

@@ -73,6 +73,7 @@ def evaluate_cmd(
     rate: Annotated[float | None, typer.Option("--rate", help="Requests/s for traces without timestamps.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Read only the first N requests.")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    params: Annotated[Path | None, typer.Option("--params", help="YAML mapping of reader params, e.g. expand: false for arc.")] = None,
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri")] = None,
     no_tracking: Annotated[bool, typer.Option("--no-tracking", help="Skip MLflow when training.")] = False,
     json_out: JsonOpt = False,
@@ -82,7 +83,12 @@ def evaluate_cmd(
     from cachetuner.hotness_model.dataset import build_dataset
     from cachetuner.hotness_model.train import evaluate_models, load_scripted, load_trace, run_experiment
 
-    src = TraceSource(path=trace, format=format, size_model=size_model, rate=rate, limit=limit, seed=seed)
+    from cachetuner.cli.trace_options import load_params_file
+
+    src = TraceSource(
+        path=trace, format=format, size_model=size_model, rate=rate, limit=limit, seed=seed,
+        params=load_params_file(params) or {},
+    )
     if config is not None:
         cfg = load_experiment(config).model_copy(update={"trace": src})
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -45,7 +44,7 @@ def stack_up(
         with console.status("starting redis-server, redis_exporter, prometheus ..."):
             info = stack.up()
     except BaseException:
-        stack.down()
+        stack.abort()
         raise
     urls = info.urls()
     if json_out:
@@ -159,10 +158,131 @@ def bench_replay(
     out.print(table)
 
 
-def _print_json_or(obj: dict, json_out: bool) -> bool:
+@app.command("calibrate")
+def calibrate_cmd(
+    redis: Annotated[str | None, typer.Option("--redis", help="Scratch Redis to measure (it is FLUSHed!); default: a fresh one.")] = None,
+    n_keys: Annotated[int, typer.Option("--keys", help="Keys written per value size.")] = 5000,
+    json_out: JsonOpt = False,
+) -> None:
+    """Measure Redis's per-key memory (INFO used_memory deltas, MEMORY USAGE) against the simulator's model."""
+    from cachetuner.live.calibrate import calibrate
+
+    with console.status("calibrating the memory model ..."):
+        cal = calibrate(redis, n_keys=n_keys)
     if json_out:
-        emit_json(obj)
-    return json_out
+        emit_json(cal.to_dict())
+        return
+    table = Table(title=f"Redis {cal.redis_version} ({cal.allocator}) per-key memory, {cal.n_keys} keys")
+    for col in ("value B", "TTL", "measured B/key", "MEMORY USAGE", "sim formula", "err %"):
+        table.add_column(col, justify="right")
+    for row in cal.rows:
+        table.add_row(*(str(row[k]) for k in ("value_bytes", "ttl", "measured_per_key", "memory_usage", "formula_per_key", "formula_err_pct")))
+    out.print(table)
+    out.print(f"base used_memory {cal.base_used_memory:,} B; replayer connection {cal.client_buffer_bytes:,} B; "
+              f"formula mean |err| {cal.formula_mean_abs_err_pct}% vs flat +{cal.flat_overhead} B {cal.flat_mean_abs_err_pct}% -> {cal.chosen}")  # fmt: skip
 
 
-__all__ = ["bench_replay", "replay_cmd", "stack_down", "stack_up", "json"]
+def _fractions(text: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x.strip().rstrip("%")) / (100.0 if x.strip().endswith("%") else 1.0) for x in text.split(",") if x.strip())
+    except ValueError as e:
+        raise ConfigError(f"--sizes {text!r}: expected e.g. 5%,20%,50% or 0.05,0.2") from e
+    if not vals or any(not 0 < v <= 4 for v in vals):
+        raise ConfigError(f"--sizes {text!r}: each size must be a fraction in (0, 4] of the working set")
+    return vals
+
+
+@app.command("fidelity")
+def fidelity_cmd(
+    trace: Annotated[str, typer.Option("--trace", help="Trace file, synthetic:NAME or bundled:NAME.")] = DEFAULT_TRACE,
+    format: FormatOpt = "auto",
+    size_model: SizeModelOpt = None,
+    seed: SeedOpt = 0,
+    limit: LimitOpt = None,
+    params: ParamsOpt = None,
+    sizes: Annotated[str, typer.Option("--sizes", help="maxmemory as % of the working set.")] = "5%,20%,50%",
+    policies: Annotated[str, typer.Option("--policies", help="Comma-separated policies (default: all 8).")] = "",
+    rate: Annotated[float, typer.Option("--rate", help="Replay pace, requests/s (the simulator gets the actual send times).")] = 20_000.0,
+    pipeline: Annotated[int, typer.Option("--pipeline")] = 64,
+    scenarios: Annotated[bool, typer.Option("--scenarios/--no-scenarios", help="Policy switch and maxmemory shrink mid-run.")] = True,
+    redis: Annotated[str | None, typer.Option("--redis", help="Scratch Redis (FLUSHed!); default: a fresh one.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Hit ratio of the real Redis vs the simulator, per policy x memory size, same trace and clock."""
+    from cachetuner.config import REDIS_POLICIES
+    from cachetuner.live.fidelity import FidelityOptions, run_fidelity
+
+    tr = load_trace_from_options(trace, format, size_model, None, seed, limit, params)
+    pols = tuple(p.strip() for p in policies.split(",") if p.strip()) or REDIS_POLICIES
+    opts = FidelityOptions(sizes=_fractions(sizes), policies=pols, rate=rate, pipeline=pipeline, scenarios=scenarios, seed=seed)
+    n_runs = len(opts.sizes) * len(pols) + (2 if scenarios else 0) + 1
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("fidelity", total=n_runs + 1)
+
+        def step(msg: str) -> None:
+            bar.update(task, advance=1, description=msg)
+
+        res = run_fidelity(tr, opts, redis, progress=step)
+    if json_out:
+        emit_json(res)
+        return
+    table = Table(title=f"fidelity {res['trace']}: {res['requests']:,} requests at {res['rate']:,.0f}/s, "
+                        f"max |diff| {res['max_abs_diff_pp']:.2f} pp")  # fmt: skip
+    for col in ("policy", "size", "sim HR", "redis HR", "diff pp", "evict sim/redis", "OOM sim/redis", "mem err %"):
+        table.add_column(col, justify="right")
+    for c in res["cells"] + res["scenarios"]:
+        table.add_row(
+            c.get("scenario", c["policy"]), f"{c.get('size_fraction', 0):.0%}" if "size_fraction" in c else "-",
+            f"{c['sim_hit_ratio']:.4f}", f"{c['redis_hit_ratio']:.4f}", f"{c['diff_pp']:+.2f}",
+            f"{c['sim_evictions']}/{c['redis_evictions']}", f"{c['sim_rejected_writes']}/{c['redis_rejected_writes']}",
+            f"{c['used_memory_err_pct']:+.2f}",
+        )  # fmt: skip
+    out.print(table)
+    out.print(f"memory model error (no maxmemory, all keys resident): {res['memory_model_err_pct']}%")
+
+
+@app.command("live-eval")
+def live_eval_cmd(
+    model: Annotated[Path, typer.Option("--model", help="SB3 PPO model .zip trained on the default env config.")],
+    trace: Annotated[str, typer.Option("--trace", help="Trace the background replayer loops over.")] = DEFAULT_TRACE,
+    format: FormatOpt = "auto",
+    size_model: SizeModelOpt = None,
+    intervals: Annotated[int, typer.Option("--intervals", min=1, help="Live intervals (env steps).")] = 10,
+    interval_s: Annotated[float, typer.Option("--interval-s", min=1.0, help="Wall seconds per interval.")] = 3.0,
+    rate: Annotated[float, typer.Option("--rate", help="Background replay pace, requests/s.")] = 2000.0,
+    redis: Annotated[str | None, typer.Option("--redis", help="Use this Redis instead of starting a stack.")] = None,
+    prometheus: Annotated[str | None, typer.Option("--prometheus", help="Prometheus scraping that Redis's exporter.")] = None,
+    stack_dir: Annotated[Path | None, typer.Option("--stack-dir", help="Use a running `stack up --dir` stack.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """A short PPO evaluation episode on a live Redis (starts a local stack unless URLs are given)."""
+    from cachetuner.live.live_eval import live_eval
+
+    if bool(redis) != bool(prometheus):
+        raise ConfigError("--redis and --prometheus go together (or give neither to start a local stack)")
+    if not model.is_file():
+        raise ConfigError(f"--model {model}: file not found")
+    tr = load_trace_from_options(trace, format, size_model)
+
+    def show(row: dict) -> None:
+        console.print(
+            f"[{row['interval']:>3}] {row['policy']:<15} {row['maxmemory'] / 2**20:8.1f} MiB  HR {row['hit_ratio']:.3f}  "
+            f"req {row['requests']:>7}  evict {row['evictions']:>6}  p95 {row['p95_ms']:8.1f} ms  r {row['reward']:+.3f}"
+            + ("  STALE" if row["stale"] else "")
+        )
+
+    res = live_eval(
+        str(model), tr, intervals=intervals, interval_s=interval_s, rate=rate, redis_url=redis, prometheus_url=prometheus,
+        stack_dir=str(stack_dir) if stack_dir else None, on_row=show,
+    )  # fmt: skip
+    if json_out:
+        emit_json(res)
+        return
+    table = Table(title=f"live eval {model.name} on {res['trace']}")
+    for col in ("#", "policy", "maxmemory MiB", "HR", "requests", "evictions", "p95 ms", "reward", "stale"):
+        table.add_column(col, justify="right")
+    for r in res["rows"]:
+        table.add_row(str(r["interval"]), r["policy"], f"{r['maxmemory'] / 2**20:.1f}", f"{r['hit_ratio']:.3f}", str(r["requests"]),
+                      str(r["evictions"]), f"{r['p95_ms']:.1f}", f"{r['reward']:+.3f}", "yes" if r["stale"] else "")  # fmt: skip
+    out.print(table)
+    out.print(f"mean hit ratio {res['mean_hit_ratio']:.4f}, total reward {res['total_reward']:+.3f}")

@@ -162,6 +162,6 @@ def evaluate_cmd(
             str(s["slo_violations"]),
             str(s["config_changes"]),
         )
-    out.print(table)
+    out.print(table, width=max(out.width, 150))
     gc = report.gap_closed
     out.print(f"gap closed (best-static -> oracle): {'n/a' if gc is None else f'{gc:.1%}'}; MLflow run {run.info.run_id}")

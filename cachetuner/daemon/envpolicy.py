@@ -17,6 +17,7 @@ fractions; train with absolute ``env.bounds`` equal to the deployment bounds for
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ HINDSIGHT_TUNERS = ("best-static", "oracle")
 class MirrorBackend:
     """A read-only CacheBackend view of what the daemon observed on the real target."""
 
-    def __init__(self, real: CacheBackend, bounds: tuple[int, int], interval_s: float) -> None:
+    def __init__(self, real: Callable[[], CacheBackend | None], bounds: tuple[int, int], interval_s: float) -> None:
         self.real = real
         self.bounds = bounds
         self.interval_s = interval_s
@@ -60,8 +61,11 @@ class MirrorBackend:
         return self._snap
 
     def recent_requests(self) -> RequestSample:
+        real = self.real()
+        if real is None:
+            return RequestSample()
         try:
-            return self.real.recent_requests()
+            return real.recent_requests()
         except Exception:  # noqa: BLE001 (no sample: what-if estimates simply do not move)
             return RequestSample()
 
@@ -129,21 +133,28 @@ def load_env_config(cfg: DaemonConfig, model_path: Path | None = None) -> Any:
 class EnvPolicy:
     """A :class:`~cachetuner.baselines.Tuner` (PPO or a baseline) over a mirror env for one target."""
 
-    def __init__(self, name: str, tuner: Any, env_cfg: Any, target: TargetConfig, backend: CacheBackend, seed: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        tuner: Any,
+        env_cfg: Any,
+        target: TargetConfig,
+        backend: Callable[[], CacheBackend | None],
+        seed: int,
+        interval_s: float,
+    ) -> None:
         from cachetuner.env import CacheTuningEnv
 
         self.name = name
         self.tuner = tuner
         env_cfg = env_cfg.model_copy(update={"warmup_intervals": 0, "episode_intervals": None})
-        self.mirror = MirrorBackend(
-            backend, (target.bounds.maxmemory_min, target.bounds.maxmemory_max), float(getattr(backend, "interval_s", 1.0))
-        )
+        self.mirror = MirrorBackend(backend, (target.bounds.maxmemory_min, target.bounds.maxmemory_max), interval_s)
         self.env = CacheTuningEnv(env_cfg, backend=self.mirror)  # type: ignore[arg-type]
         self.seed = seed
         self._started = False
 
     @classmethod
-    def for_tuner(cls, cfg: DaemonConfig, target: TargetConfig, backend: CacheBackend) -> EnvPolicy:
+    def for_tuner(cls, cfg: DaemonConfig, target: TargetConfig, backend: Callable[[], CacheBackend | None]) -> EnvPolicy:
         from cachetuner.baselines import BaselinesConfig, make_tuner
 
         name = cfg.policy.name
@@ -152,17 +163,17 @@ class EnvPolicy:
         params = dict(cfg.policy.params)
         settings = BaselinesConfig.model_validate(params.pop("settings", {}))
         tuner = make_tuner(name, settings=settings, seed=cfg.policy.seed, **params)
-        return cls(name, tuner, load_env_config(cfg), target, backend, cfg.policy.seed)
+        return cls(name, tuner, load_env_config(cfg), target, backend, cfg.policy.seed, cfg.interval_s)
 
     @classmethod
-    def for_ppo(cls, cfg: DaemonConfig, target: TargetConfig, backend: CacheBackend) -> EnvPolicy:
+    def for_ppo(cls, cfg: DaemonConfig, target: TargetConfig, backend: Callable[[], CacheBackend | None]) -> EnvPolicy:
         from cachetuner.baselines import make_tuner
 
         if not cfg.policy.model:
             raise ConfigError("policy.model: ppo needs a model (a model.zip path or runs:/<id>/model)")
         path = resolve_model(cfg.policy.model, Path(cfg.state_dir))
         tuner = make_tuner("ppo", model_path=path, seed=cfg.policy.seed)
-        return cls("ppo", tuner, load_env_config(cfg, path), target, backend, cfg.policy.seed)
+        return cls("ppo", tuner, load_env_config(cfg, path), target, backend, cfg.policy.seed, cfg.interval_s)
 
     def decide(self, obs: Any) -> RedisConfig:
         self.mirror.push(obs.snapshot, obs.current)

@@ -11,7 +11,8 @@ write-ahead audit log and the atomically written state file (see :mod:`cachetune
 
 from __future__ import annotations
 
-import json
+import contextlib
+import functools
 import logging
 import os
 import signal
@@ -87,25 +88,22 @@ class Daemon:
         self.tracker: Any = None
         try:
             for t in cfg.targets:
-                backend = make_backend(cfg, t)
                 probe = RedisProbe(credentialed_url(t)) if t.backend == "live" else None
-                policy = None
-                if cfg.rollout.mode == "independent" or t.name == cfg.rollout.canary:
-                    policy = make_policy(cfg, t, backend)
-                self.runners.append(
-                    TargetRunner(
+                runner = TargetRunner(
                         cfg,
                         t,
-                        backend,
-                        policy,
+                        functools.partial(make_backend, cfg, t),
+                        None,
                         self.audit,
                         self.metrics,
                         self.state.target(t.name),
                         probe=probe,
                         pending=[p for p in pending.values() if p.get("target") == t.name],
                         on_state_change=self.save_state,
-                    )
                 )
+                if cfg.rollout.mode == "independent" or t.name == cfg.rollout.canary:
+                    runner.policy = make_policy(cfg, t, functools.partial(getattr, runner, "backend"))
+                self.runners.append(runner)
         except BaseException:
             self.close()
             raise
@@ -256,10 +254,8 @@ class Daemon:
             self.http = None
         for r in self.runners:
             r.close()
-        try:
+        with contextlib.suppress(OSError):
             self.save_state()
-        except OSError:
-            pass
         self.audit.close()
         if self.tracker is not None:
             self.tracker.close(status)

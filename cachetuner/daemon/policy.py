@@ -48,7 +48,9 @@ class Policy(Protocol):
     def close(self) -> None: ...
 
 
-PolicyFactory = Callable[[DaemonConfig, TargetConfig, CacheBackend], Policy]
+#: ``backend()`` returns the target's backend once it exists (None while Redis is unreachable).
+BackendRef = Callable[[], "CacheBackend | None"]
+PolicyFactory = Callable[[DaemonConfig, TargetConfig, BackendRef], Policy]
 _REGISTRY: dict[str, PolicyFactory] = {}
 
 
@@ -65,7 +67,6 @@ def register_policy(name: str) -> Callable[[PolicyFactory], PolicyFactory]:
 def _baseline_names() -> list[str]:
     try:
         import cachetuner.baselines as b  # registers the tuners on import
-
         from cachetuner.baselines.base import tuner_names
 
         _ = b
@@ -78,7 +79,7 @@ def policy_names() -> list[str]:
     return list(_REGISTRY) + [n for n in _baseline_names() if n not in _REGISTRY]
 
 
-def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: CacheBackend) -> Policy:
+def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
     """The policy named ``cfg.policy.name`` for ``target``; unknown names list the valid ones."""
     name = cfg.policy.name
     if name in _REGISTRY:
@@ -102,14 +103,23 @@ class HoldPolicy:
 
 class RandomPolicy:
     """Adversarial proposals: maxmemory x e^U(-spread, spread) (and sometimes 0 = unlimited or 1 byte),
-    any of the eight policies, timeouts outside any reasonable list."""
+    any of ``policies`` (default: all eight), any of ``timeouts`` (default: several outside any sane list)."""
 
     name = "random"
 
-    def __init__(self, seed: int = 0, spread: float = 2.5, p_extreme: float = 0.15) -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        spread: float = 2.5,
+        p_extreme: float = 0.15,
+        policies: list[str] | None = None,
+        timeouts: list[int] | None = None,
+    ) -> None:
         self.rng = np.random.default_rng(seed)
         self.spread = spread
         self.p_extreme = p_extreme
+        self.policies = list(policies or REDIS_POLICIES)
+        self.timeouts = list(timeouts or [0, 1, 30, 300, 86400])
 
     def decide(self, obs: PolicyInput) -> RedisConfig:
         cur = obs.current
@@ -123,8 +133,8 @@ class RandomPolicy:
             mm = max(1, int(base * math.exp(self.rng.uniform(-self.spread, self.spread))))
         return cur.evolve(
             maxmemory=mm,
-            maxmemory_policy=str(self.rng.choice(REDIS_POLICIES)),
-            timeout=int(self.rng.choice([0, 1, 30, 300, 86400])),
+            maxmemory_policy=str(self.rng.choice(self.policies)),
+            timeout=int(self.rng.choice(self.timeouts)),
         )
 
     def close(self) -> None:
@@ -132,12 +142,12 @@ class RandomPolicy:
 
 
 @register_policy("hold")
-def _hold(cfg: DaemonConfig, target: TargetConfig, backend: CacheBackend) -> Policy:
+def _hold(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
     return HoldPolicy()
 
 
 @register_policy("random")
-def _random(cfg: DaemonConfig, target: TargetConfig, backend: CacheBackend) -> Policy:
+def _random(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
     params: dict[str, Any] = dict(cfg.policy.params)
     seed = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
     try:
@@ -147,7 +157,7 @@ def _random(cfg: DaemonConfig, target: TargetConfig, backend: CacheBackend) -> P
 
 
 @register_policy("ppo")
-def _ppo(cfg: DaemonConfig, target: TargetConfig, backend: CacheBackend) -> Policy:
+def _ppo(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
     from cachetuner.daemon.envpolicy import EnvPolicy
 
     return EnvPolicy.for_ppo(cfg, target, backend)

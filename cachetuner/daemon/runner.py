@@ -16,9 +16,11 @@ well) but never the final bounds check; in dry-run nothing is ever applied.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +72,7 @@ class TargetRunner:
         self,
         cfg: DaemonConfig,
         target: TargetConfig,
-        backend: CacheBackend,
+        backend_factory: Callable[[], CacheBackend],
         policy: Policy | None,
         audit: AuditLog,
         metrics: DaemonMetrics,
@@ -82,7 +84,8 @@ class TargetRunner:
         self.cfg = cfg
         self.target = target
         self.name = target.name
-        self.backend = backend
+        self.backend_factory = backend_factory
+        self.backend: CacheBackend | None = None  # built lazily: the daemon starts even when Redis is down
         self.policy = policy
         self.audit = audit
         self.metrics = metrics
@@ -112,6 +115,8 @@ class TargetRunner:
             self.observe_error = "backoff"
             return
         try:
+            if self.backend is None:
+                self.backend = self.backend_factory()
             if not self._started or self.backend.exhausted:
                 self.backend.reset(seed=self.cfg.policy.seed)
                 self._started = True
@@ -240,6 +245,7 @@ class TargetRunner:
     def _read_config(self) -> RedisConfig:
         if self.probe is not None:
             return self.probe.config()
+        assert self.backend is not None
         return self.backend.config
 
     def _check_identity(self) -> bool:
@@ -321,15 +327,14 @@ class TargetRunner:
         self.state.last_decision_id = did
         self.audit.write({**rec, "decision_id": did, "phase": "intent"})
         try:
+            assert self.backend is not None
             result = self.backend.apply(config)
         except Exception as e:  # noqa: BLE001 (connection lost mid-apply, ...)
             result = ApplyResult(ok=False, requested=config, applied=self.current or config, error=f"{type(e).__name__}: {e}")
         observed = result.applied
         if self.probe is not None:
-            try:
+            with contextlib.suppress(Exception):  # unreadable: the backend's own verify stands
                 observed = self.probe.config()
-            except Exception:  # noqa: BLE001 (the backend's own verify stands)
-                pass
         ok = bool(result.ok) and observed == config
         err = None if ok else scrub_text(result.error or f"verify: target runs {observed.model_dump()} not the requested config")
         self.metrics.decisions.labels(self.name, action).inc()
@@ -415,10 +420,8 @@ class TargetRunner:
         for c in (self.policy, self.backend, self.probe):
             if c is None:
                 continue
-            try:
+            with contextlib.suppress(Exception):
                 c.close()
-            except Exception:  # noqa: BLE001
-                pass
 
 
 def new_session_id() -> str:

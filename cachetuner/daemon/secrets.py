@@ -7,6 +7,7 @@ memory, and everything that is written goes through :func:`scrub_url` / :func:`s
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -61,3 +62,14 @@ def credentialed_url(target: TargetConfig) -> str:
     elif user:
         netloc = f"{quote(user, safe='')}@{netloc}"
     return urlunsplit((parts.scheme or "redis", netloc, parts.path, parts.query, parts.fragment))
+
+
+class ScrubFilter(logging.Filter):
+    """Logging filter that scrubs passwords out of every record's final message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        clean = scrub_text(msg)
+        if clean != msg:
+            record.msg, record.args = clean, None
+        return True

@@ -155,8 +155,11 @@ class CacheTuningEnv(gym.Env):
         return list(self._obs.names)
 
     @property
-    def workload(self) -> str:
+    def workload_name(self) -> str:
+        """Name of the current episode's workload (``live`` for backends without one)."""
         return str(getattr(self.backend, "workload_name", "live"))
+
+    workload = workload_name
 
     # -- Gymnasium API ------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
@@ -228,7 +231,9 @@ class CacheTuningEnv(gym.Env):
     def _advance(self) -> MetricsSnapshot:
         snap = self.backend.step()
         if self.whatif is not None:
-            self.whatif.update(self.backend.recent_requests())
+            sample = self.backend.recent_requests()
+            # A pre-sampled (live) stream needs the interval's GET count for SHARDS-adj.
+            self.whatif.update(sample, total_gets=snap.gets if sample.rate < 1.0 else None)
         return snap
 
     def _step_with(self, config: RedisConfig) -> tuple[np.ndarray, float, bool, bool, dict]:

@@ -29,6 +29,7 @@ Approximations (stated, and measured in docs/env.md and tests/env):
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -238,8 +239,11 @@ class WhatIfEstimator:
         self._build(self._capacity)
 
     def clone(self) -> WhatIfEstimator:
-        """Independent deep copy, mini-cache state included."""
-        return copy.deepcopy(self)
+        """Independent deep copy, mini-cache state included (each mini cache via ``TieredCacheSim.clone``)."""
+        new = copy.copy(self)
+        new._known, new._ids, new._last = self._known.copy(), self._ids.copy(), dict(self._last)
+        new._minis = [dataclasses.replace(m, sim=m.sim.clone()) for m in self._minis]  # type: ignore[attr-defined]
+        return new
 
     # -- internals ----------------------------------------------------------------------------------------
     def _mini_config(self, m: _Mini) -> RedisConfig:

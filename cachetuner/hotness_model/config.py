@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +24,7 @@ class TraceSource(BaseModel):
     rate: float | None = Field(None, gt=0, description="requests/s for traces without timestamps")
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
     seed: int = 0
+    params: dict[str, Any] = Field(default_factory=dict, description="reader/workload params, e.g. {expand: false} for arc")
 
 
 class TrainConfig(BaseModel):

@@ -44,6 +44,8 @@ def load_trace(src: TraceSource) -> Trace:
         kwargs["rate"] = src.rate
     if src.limit is not None:
         kwargs["limit"] = src.limit
+    if src.params:
+        kwargs["params"] = dict(src.params)
     return read_trace(src.path, src.format, **kwargs)
 
 

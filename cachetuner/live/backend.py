@@ -4,7 +4,7 @@ Metrics come from PromQL over what redis_exporter (server side) and the replayer
 with the mapping table of :mod:`cachetuner.metrics`. Counters are read as *exact* deltas between the
 last sample at or before each interval boundary::
 
-    sum(((m - m offset W) >= 0) or m)
+    sum(((last_over_time(m[W]) - m offset W) >= 0) or last_over_time(m[W]))
 
 rather than ``increase(m[W])``: ``increase`` extrapolates to the window edges and returns fractional
 counts that never equal Redis's INFO counters, while this difference telescopes exactly over
@@ -44,9 +44,24 @@ MANAGED_PARAMS = ("maxmemory", "maxmemory-policy", "maxmemory-samples", "lfu-log
 DEFAULT_MISS_COST = 0.002
 
 
+def _redis_error(e: Exception) -> str:
+    """The server's error text with its code (redis-py strips ``NOPERM`` into the exception class)."""
+    import redis
+
+    if isinstance(e, redis.exceptions.NoPermissionError):
+        return f"NOPERM {e}"
+    return f"{type(e).__name__}: {e}" if not isinstance(e, redis.ResponseError) else str(e)
+
+
 def _delta(metric: str, sel: str, window: str, by: str = "") -> str:
+    """Exact counter increase over the window ending at the query time (see the module docstring).
+
+    The end value is ``last_over_time`` so a load generator that finished inside the window (its
+    series then carry a staleness marker) still counts.
+    """
     m = f"{metric}{sel}"
-    return f"sum{by}((({m} - {m} offset {window}) >= 0) or {m})"
+    end = f"last_over_time({m}[{window}])"
+    return f"sum{by}((({end} - {m} offset {window}) >= 0) or {end})"
 
 
 class LiveRedisBackend:
@@ -146,14 +161,14 @@ class LiveRedisBackend:
             current = self._config_get()
         except redis.RedisError as e:
             current = {}
-            errors.append(f"CONFIG GET: {e}")
+            errors.append(f"CONFIG GET: {_redis_error(e)}")
         for name, value in wanted.items():
             if current.get(name) == value:
                 continue
             try:
                 self._redis.config_set(name, value)
             except redis.RedisError as e:
-                errors.append(f"CONFIG SET {name} {value}: {e}")
+                errors.append(f"CONFIG SET {name} {value}: {_redis_error(e)}")
         try:
             after = self._config_get()
             self._config = RedisConfig.from_redis(after)
@@ -161,7 +176,7 @@ class LiveRedisBackend:
                 if after.get(name) != value and not any(f" {name} " in err for err in errors):
                     errors.append(f"{name}: asked {value}, Redis reports {after.get(name)}")
         except (redis.RedisError, ValueError) as e:
-            errors.append(f"CONFIG GET (verify): {e}")
+            errors.append(f"CONFIG GET (verify): {_redis_error(e)}")
         return ApplyResult(ok=not errors, requested=config, applied=self._config, error="; ".join(errors) or None)
 
     def recent_requests(self) -> RequestSample:

@@ -168,7 +168,7 @@ class LocalStack:
         try:
             self.up()
         except BaseException:
-            self.down()
+            self.abort()
             raise
         return self
 
@@ -260,6 +260,12 @@ class LocalStack:
         self._wait(lambda: _http_get(info.prometheus_url + "/-/ready").strip() != b"", "prometheus /-/ready", "prometheus.log")
         self._wait(self._has_first_sample, "prometheus first sample of redis_up", "prometheus.log")
         return info
+
+    def abort(self) -> list[str]:
+        """Stop what *this* instance started (a failed :meth:`up`); another stack in the folder is left alone."""
+        if not self.info.pids:
+            return []
+        return self.down()
 
     def down(self) -> list[str]:
         """Stop whatever ``stack.json`` records; returns the names of the processes stopped."""

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any, Literal
@@ -157,10 +158,8 @@ class TritonPredictor:
         return np.concatenate(parts).astype(np.float32, copy=False)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self._client.close()
-        except Exception:
-            pass
 
 
 class FallbackPredictor:

@@ -35,8 +35,6 @@ from types import TracebackType
 
 from cachetuner.errors import ServiceError
 
-PYTRITON_ROOT = Path(sysconfig.get_paths()["purelib"]) / "pytriton"
-
 
 def _dist_dir() -> Path:
     import pytriton  # noqa: F401  (import proves the wheel is there; the binary sits next to it)
@@ -181,11 +179,11 @@ class TritonServer:
             f"--model-repository={self.model_repository}",
             f"--backend-directory={self._workdir / 'backends'}",
             f"--cache-directory={self._caches}",
-            f"--http-address=127.0.0.1",
+            "--http-address=127.0.0.1",
             f"--http-port={self.http_port}",
-            f"--grpc-address=127.0.0.1",
+            "--grpc-address=127.0.0.1",
             f"--grpc-port={self.grpc_port}",
-            f"--metrics-address=127.0.0.1",
+            "--metrics-address=127.0.0.1",
             f"--metrics-port={self.metrics_port}",
             f"--backend-config=python,shm-region-prefix-name=cachetuner_{uuid.uuid4().hex[:12]}",
             "--backend-config=python,shm-default-byte-size=4194304",

@@ -15,7 +15,6 @@ import numpy as np
 
 from cachetuner.sim.memory import key_charge
 from cachetuner.sim.policies import (
-    KEYS_ALL,
     KEYS_NONE,
     KEYS_VOLATILE,
     SCORE_EXACT_LRU,
@@ -40,9 +39,8 @@ from cachetuner.sim.state import (
     C_REQ,
     C_SETS,
     EVPOOL_SIZE,
-    F_HAS_SPARE,
+    F_NEXT_EVENT,
     F_NOW,
-    F_SPARE,
     FC_LATSUM_MS,
     FC_MISSCOST,
     I_AE_TICK,
@@ -81,7 +79,8 @@ P_AE_KEYS = 14
 P_AE_LOOPS = 15
 P_AE_CATCHUP = 16
 P_READ_ONLY = 17
-N_IPAR = 18
+P_LGQ = 18          # jemalloc lg-quantum of the memory model
+N_IPAR = 19
 
 # Float parameters (fpar).
 Q_NET_MS = 0
@@ -105,6 +104,9 @@ LRU_CLOCK_MAX = (1 << 24) - 1   # server.h: LRU_CLOCK_MAX
 LRU_CLOCK_RESOLUTION_MS = 1000  # server.h: LRU_CLOCK_RESOLUTION
 LFU_INIT_VAL = 5                # server.h: LFU_INIT_VAL
 TTL_SCORE_BASE = 1 << 62        # volatile-ttl: idle = ULLONG_MAX - expire
+#: Redis's clocks run on unix time; trace time 0 is mapped here (2023-11-14) so that the 24-bit
+#: field reinterpretations on a policy switch behave as on a real server (see apply_config).
+CLOCK_EPOCH_S = 1_700_000_000
 
 _U7 = np.uint64(7)
 _U9 = np.uint64(9)
@@ -116,10 +118,11 @@ _UMUL = np.uint64(2685821657736338717)
 _INV53 = 1.0 / 9007199254740992.0
 
 _JIT = dict(cache=True, nogil=True)
+_INLINE = dict(cache=True, nogil=True, inline="always")
 
 
 # ----------------------------------------------------------------------------- random numbers
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def rng_next(rng):
     """xorshift64* (Vigna): 64 random bits."""
     x = rng[0]
@@ -130,46 +133,32 @@ def rng_next(rng):
     return x * _UMUL
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def rng_uniform(rng):
     """Uniform double in [0, 1)."""
     return float(rng_next(rng) >> _U11) * _INV53
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def rng_below(rng, n):
     """Uniform integer in [0, n)."""
     return int(rng_uniform(rng) * n)
 
 
-@nb.njit(**_JIT)
-def rng_normal(S):
-    """Standard normal (Box-Muller, the second value cached in the state)."""
-    if S.fst[F_HAS_SPARE] != 0.0:
-        S.fst[F_HAS_SPARE] = 0.0
-        return S.fst[F_SPARE]
-    u1 = rng_uniform(S.rng)
-    u2 = rng_uniform(S.rng)
-    r = math.sqrt(-2.0 * math.log(1.0 - u1))
-    S.fst[F_SPARE] = r * math.sin(2.0 * math.pi * u2)
-    S.fst[F_HAS_SPARE] = 1.0
-    return r * math.cos(2.0 * math.pi * u2)
-
-
 # ----------------------------------------------------------------------------- clocks (evict.c)
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def lru_clock(now):
     """LRU_CLOCK(): seconds, 24 bits."""
-    return int(math.floor(now)) & LRU_CLOCK_MAX
+    return (int(math.floor(now)) + CLOCK_EPOCH_S) & LRU_CLOCK_MAX
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def lfu_minutes(now):
     """LFUGetTimeInMinutes(): minutes, 16 bits."""
-    return (int(math.floor(now)) // 60) & 65535
+    return ((int(math.floor(now)) + CLOCK_EPOCH_S) // 60) & 65535
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def lru_idle_ms(field, now):
     """estimateObjectIdleTime()."""
     clk = lru_clock(now)
@@ -209,14 +198,14 @@ def lfu_log_incr(counter, log_factor, rng):
 
 
 # ----------------------------------------------------------------------------- memory
-@nb.njit(**_JIT)
-def used_memory(S, ipar):
+@nb.njit(**_INLINE)
+def used_memory(S):
     """Redis used_memory: base + keys + connected clients' buffers."""
-    return ipar[P_BASE] + S.ist[I_DATA] + S.ist[I_NCONN] * ipar[P_CLIENT_BUF]
+    return S.ipar[P_BASE] + S.ist[I_DATA] + S.ist[I_NCONN] * S.ipar[P_CLIENT_BUF]
 
 
 # ----------------------------------------------------------------------------- exact LRU list
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def list_unlink(S, k):
     p = S.prev[k]
     n = S.nxt[k]
@@ -232,7 +221,7 @@ def list_unlink(S, k):
     S.nxt[k] = -1
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def list_push_head(S, k):
     h = S.ist[I_HEAD]
     S.prev[k] = -1
@@ -283,9 +272,9 @@ def l2_remove(S, k):
 
 
 @nb.njit(**_JIT)
-def l2_insert(S, ipar, k, size, exp):
+def l2_insert(S, k, size, exp):
     """Demotion: store the value in L2, evicting its LRU (or FIFO) tail until it fits."""
-    cap = ipar[P_L2_CAP]
+    cap = S.ipar[P_L2_CAP]
     if size > cap:
         return
     l2_remove(S, k)
@@ -300,7 +289,7 @@ def l2_insert(S, ipar, k, size, exp):
 
 
 # ----------------------------------------------------------------------------- keyspace (db.c)
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def vol_add(S, k):
     if S.vpos[k] < 0:
         n = S.ist[I_NVOL]
@@ -309,7 +298,7 @@ def vol_add(S, k):
         S.ist[I_NVOL] = n + 1
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def vol_remove(S, k):
     i = S.vpos[k]
     if i >= 0:
@@ -339,7 +328,7 @@ def remove_key(S, k):
         list_unlink(S, k)
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def expire_if_needed(S, k, now):
     """expireIfNeeded(): a resident key past its expire time is deleted (an expiration)."""
     if S.dpos[k] >= 0 and S.expire[k] > 0.0 and now > S.expire[k]:
@@ -349,12 +338,12 @@ def expire_if_needed(S, k, now):
     return False
 
 
-@nb.njit(**_JIT)
-def touch(S, ipar, k, now):
+@nb.njit(**_INLINE)
+def touch(S, k, now):
     """lookupKey() access update: LFU counter (updateLFU) or LRU clock; exact-LRU move to head."""
-    if ipar[P_SCORE] == SCORE_LFU:
-        c = lfu_decr_and_return(S.lru[k], now, ipar[P_LFU_DECAY])
-        c = lfu_log_incr(c, ipar[P_LFU_LOG], S.rng)
+    if S.ipar[P_SCORE] == SCORE_LFU:
+        c = lfu_decr_and_return(S.lru[k], now, S.ipar[P_LFU_DECAY])
+        c = lfu_log_incr(c, S.ipar[P_LFU_LOG], S.rng)
         S.lru[k] = (lfu_minutes(now) << 8) | c
     else:
         S.lru[k] = lru_clock(now)
@@ -364,31 +353,31 @@ def touch(S, ipar, k, now):
 
 
 # ----------------------------------------------------------------------------- eviction (evict.c)
-@nb.njit(**_JIT)
-def candidate_score(S, ipar, k, now):
+@nb.njit(**_INLINE)
+def candidate_score(S, k, now):
     """The pool's ``idle``: higher = better eviction candidate."""
-    score = ipar[P_SCORE]
+    score = S.ipar[P_SCORE]
     if score == SCORE_LRU:
         return lru_idle_ms(S.lru[k], now)
     if score == SCORE_LFU:
-        return 255 - lfu_decr_and_return(S.lru[k], now, ipar[P_LFU_DECAY])
+        return 255 - lfu_decr_and_return(S.lru[k], now, S.ipar[P_LFU_DECAY])
     if score == SCORE_TTL:
         return TTL_SCORE_BASE - int(S.expire[k] * 1000.0)
     return 0
 
 
 @nb.njit(**_JIT)
-def pool_populate(S, ipar, now):
+def pool_populate(S, now):
     """evictionPoolPopulate(): sample keys into the 16-entry pool sorted by ascending idle.
 
     Approximation: samples are uniform with replacement (Redis's dictGetSomeKeys walks consecutive
     buckets from a random index). Returns the number of keys sampled (0 if none are candidates).
     """
-    volatile = ipar[P_KEYS] == KEYS_VOLATILE
+    volatile = S.ipar[P_KEYS] == KEYS_VOLATILE
     n = S.ist[I_NVOL] if volatile else S.ist[I_NRES]
     if n == 0:
         return 0
-    ns = ipar[P_SAMPLES]
+    ns = S.ipar[P_SAMPLES]
     if ns > n:
         ns = n
     pk = S.pool_key
@@ -397,7 +386,7 @@ def pool_populate(S, ipar, now):
     for _ in range(ns):
         j = rng_below(S.rng, n)
         k = S.vkeys[j] if volatile else S.dkeys[j]
-        idle = candidate_score(S, ipar, k, now)
+        idle = candidate_score(S, k, now)
         i = 0
         while i < EVPOOL_SIZE and pk[i] >= 0 and pi[i] < idle:
             i += 1
@@ -420,10 +409,10 @@ def pool_populate(S, ipar, now):
 
 
 @nb.njit(**_JIT)
-def select_victim(S, ipar, now):
+def select_victim(S, now):
     """The key performEvictions() would delete next, or -1 when nothing can be evicted."""
-    keys = ipar[P_KEYS]
-    score = ipar[P_SCORE]
+    keys = S.ipar[P_KEYS]
+    score = S.ipar[P_SCORE]
     if keys == KEYS_NONE:
         return -1
     if score == SCORE_EXACT_LRU:
@@ -436,7 +425,7 @@ def select_victim(S, ipar, now):
         return S.dkeys[rng_below(S.rng, n)] if n > 0 else -1
     volatile = keys == KEYS_VOLATILE
     while True:
-        if pool_populate(S, ipar, now) == 0:
+        if pool_populate(S, now) == 0:
             return -1
         for i in range(EVPOOL_SIZE - 1, -1, -1):
             k = S.pool_key[i]
@@ -449,65 +438,65 @@ def select_victim(S, ipar, now):
 
 
 @nb.njit(**_JIT)
-def evict_one(S, ipar, k, now):
+def evict_one(S, k, now):
     """Delete an eviction victim, count it, and demote its value into L2."""
     size = S.vsize[k]
     exp = S.expire[k]
     remove_key(S, k)
     S.cnt[C_EVICT] += 1
-    if ipar[P_L2_ON]:
-        l2_insert(S, ipar, k, size, exp)
+    if S.ipar[P_L2_ON]:
+        l2_insert(S, k, size, exp)
 
 
 @nb.njit(**_JIT)
-def perform_evictions(S, ipar, now, incoming):
+def perform_evictions(S, now, incoming):
     """Evict until ``used + incoming <= maxmemory``; False if the policy cannot free enough."""
-    maxmem = ipar[P_MAXMEM]
+    maxmem = S.ipar[P_MAXMEM]
     if maxmem <= 0:
         return True
-    while used_memory(S, ipar) + incoming > maxmem:
-        v = select_victim(S, ipar, now)
+    while used_memory(S) + incoming > maxmem:
+        v = select_victim(S, now)
         if v < 0:
             return False
-        evict_one(S, ipar, v, now)
+        evict_one(S, v, now)
     return True
 
 
 # ----------------------------------------------------------------------------- writes (t_string.c)
 @nb.njit(**_JIT)
-def write_key(S, ipar, k, size, exp, now):
+def write_key(S, k, size, exp, now):
     """SET (or a read-through fill): make room, then store; False = OOM-rejected.
 
     Approximation: eviction makes room for the incoming value before the write (libCacheSim's
     order), where Redis evicts before each command until used <= maxmemory and lets one write
     overshoot until the next command. A value that cannot fit even in an empty cache is rejected.
     """
-    new_cost = key_charge(ipar[P_FLAT], S.keylen[k], size, exp > 0.0)
-    maxmem = ipar[P_MAXMEM]
+    new_cost = key_charge(S.ipar[P_FLAT], S.keylen[k], size, exp > 0.0, S.ipar[P_LGQ])
+    maxmem = S.ipar[P_MAXMEM]
     if maxmem > 0:
-        if ipar[P_BASE] + S.ist[I_NCONN] * ipar[P_CLIENT_BUF] + new_cost > maxmem:
+        if S.ipar[P_BASE] + S.ist[I_NCONN] * S.ipar[P_CLIENT_BUF] + new_cost > maxmem:
             S.cnt[C_REJECT] += 1
             return False
         while True:
             old = S.kcost[k] if S.dpos[k] >= 0 else 0
-            if used_memory(S, ipar) - old + new_cost <= maxmem:
+            if used_memory(S) - old + new_cost <= maxmem:
                 break
-            v = select_victim(S, ipar, now)
+            v = select_victim(S, now)
             if v < 0:
                 S.cnt[C_REJECT] += 1
                 return False
-            evict_one(S, ipar, v, now)
+            evict_one(S, v, now)
     if S.dpos[k] >= 0:
         # Overwrite: lookupKeyWrite() touched it; dbSetValue() keeps the old lru/lfu field.
         S.ist[I_DATA] += new_cost - S.kcost[k]
-        touch(S, ipar, k, now)
+        touch(S, k, now)
     else:
         n = S.ist[I_NRES]
         S.dkeys[n] = k
         S.dpos[k] = n
         S.ist[I_NRES] = n + 1
         S.ist[I_DATA] += new_cost
-        if ipar[P_SCORE] == SCORE_LFU:  # createObject()
+        if S.ipar[P_SCORE] == SCORE_LFU:  # createObject()
             S.lru[k] = (lfu_minutes(now) << 8) | LFU_INIT_VAL
         else:
             S.lru[k] = lru_clock(now)
@@ -526,10 +515,10 @@ def write_key(S, ipar, k, size, exp, now):
 
 # ----------------------------------------------------------------------------- crons
 @nb.njit(**_JIT)
-def active_expire_cycle(S, ipar, fpar, now):
+def active_expire_cycle(S, now):
     """activeExpireCycle() slow cycle (see ActiveExpireParams)."""
-    per_loop = ipar[P_AE_KEYS]
-    for _ in range(ipar[P_AE_LOOPS]):
+    per_loop = S.ipar[P_AE_KEYS]
+    for _ in range(S.ipar[P_AE_LOOPS]):
         n = S.ist[I_NVOL]
         if n == 0:
             return
@@ -544,14 +533,14 @@ def active_expire_cycle(S, ipar, fpar, now):
                 remove_key(S, k)
                 S.cnt[C_EXPIRED] += 1
                 expired += 1
-        if expired * 100.0 <= fpar[Q_AE_STALE] * ns:
+        if expired * 100.0 <= S.fpar[Q_AE_STALE] * ns:
             return
 
 
 @nb.njit(**_JIT)
-def close_idle_clients(S, fpar, now):
+def close_idle_clients(S, now):
     """clientsCronHandleTimeout(): close clients idle longer than ``timeout``."""
-    timeout = fpar[Q_TIMEOUT]
+    timeout = S.fpar[Q_TIMEOUT]
     if timeout <= 0.0:
         return
     for c in range(S.cl_conn.shape[0]):
@@ -560,49 +549,64 @@ def close_idle_clients(S, fpar, now):
             S.ist[I_NCONN] -= 1
 
 
+@nb.njit(**_INLINE)
+def next_event(S):
+    """When the next cron is due: the next active-expire tick or clientsCron second."""
+    t = S.ist[I_CRON_SEC] + 1.0
+    if S.ipar[P_AE_ON]:
+        t = min(t, (S.ist[I_AE_TICK] + 1) * S.fpar[Q_AE_PERIOD])
+    return t
+
+
 @nb.njit(**_JIT)
-def advance_clock(S, ipar, fpar, now):
+def advance_clock(S, now):
     """Run the server crons due between the last event and ``now``, then set the clock."""
     if S.ist[I_STARTED] == 0:
         S.ist[I_STARTED] = 1
         S.cl_conn[:] = 1
         S.cl_last[:] = now
         S.ist[I_NCONN] = S.cl_conn.shape[0]
-        S.ist[I_AE_TICK] = int(math.floor(now / fpar[Q_AE_PERIOD]))
+        S.ist[I_AE_TICK] = int(math.floor(now / S.fpar[Q_AE_PERIOD]))
         S.ist[I_CRON_SEC] = int(math.floor(now))
         S.fst[F_NOW] = now
+        S.fst[F_NEXT_EVENT] = next_event(S)
         return
     if now < S.fst[F_NOW]:
         now = S.fst[F_NOW]
-    if ipar[P_AE_ON]:
-        period = fpar[Q_AE_PERIOD]
+    if S.ipar[P_AE_ON]:
+        period = S.fpar[Q_AE_PERIOD]
         tick = int(math.floor(now / period))
         last = S.ist[I_AE_TICK]
         if tick > last:
             first = last + 1
-            if tick - first >= ipar[P_AE_CATCHUP]:
-                first = tick - ipar[P_AE_CATCHUP] + 1
+            if tick - first >= S.ipar[P_AE_CATCHUP]:
+                first = tick - S.ipar[P_AE_CATCHUP] + 1
             if S.ist[I_NVOL] > 0:
                 for t in range(first, tick + 1):
-                    active_expire_cycle(S, ipar, fpar, t * period)
+                    active_expire_cycle(S, t * period)
             S.ist[I_AE_TICK] = tick
     sec = int(math.floor(now))
     if sec > S.ist[I_CRON_SEC]:
-        close_idle_clients(S, fpar, now)
+        close_idle_clients(S, now)
         S.ist[I_CRON_SEC] = sec
     S.fst[F_NOW] = now
+    S.fst[F_NEXT_EVENT] = next_event(S)
 
 
 # ----------------------------------------------------------------------------- latency
-@nb.njit(**_JIT)
-def jitter(S, fpar, ms):
-    sigma = fpar[Q_JITTER]
-    if sigma <= 0.0 or ms <= 0.0:
-        return ms
-    return ms * math.exp(sigma * rng_normal(S))
+@nb.njit(**_INLINE)
+def jitter(S, ms):
+    """``ms`` times a lognormal factor (median 1, sigma ``jitter_sigma``) from the quantile table."""
+    return ms * S.jit_tab[int(rng_uniform(S.rng) * S.jit_tab.shape[0])]
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
+def backend_ms(S):
+    """One inference-call latency: median ``miss_ms``, lognormal sigma ``miss_sigma``."""
+    return S.fpar[Q_MISS_MS] * S.miss_tab[int(rng_uniform(S.rng) * S.miss_tab.shape[0])]
+
+
+@nb.njit(**_INLINE)
 def record_latency(S, ms):
     S.fcnt[FC_LATSUM_MS] += ms
     sec = ms * 0.001
@@ -614,7 +618,7 @@ def record_latency(S, ms):
     S.hist[i] += 1
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def pick_client(S):
     cdf = S.cl_cdf
     n = cdf.shape[0]
@@ -634,17 +638,20 @@ def pick_client(S):
 
 # ----------------------------------------------------------------------------- main loop
 @nb.njit(**_JIT)
-def run_requests(S, ipar, fpar, ts, keys, sizes, ops, ttls):
+def run_requests(S, ts, keys, sizes, ops, ttls):
     """Process requests in order (processCommand() for each), updating cumulative counters."""
-    timeout = fpar[Q_TIMEOUT]
-    net = fpar[Q_NET_MS]
-    l1 = fpar[Q_L1_MS]
-    read_only = ipar[P_READ_ONLY] != 0
-    maxmem = ipar[P_MAXMEM]
+    timeout = S.fpar[Q_TIMEOUT]
+    net = S.fpar[Q_NET_MS]
+    l1 = S.fpar[Q_L1_MS]
+    read_only = S.ipar[P_READ_ONLY] != 0
+    maxmem = S.ipar[P_MAXMEM]
     cnt = S.cnt
     for i in range(ts.shape[0]):
         now = ts[i]
-        advance_clock(S, ipar, fpar, now)
+        if now >= S.fst[F_NEXT_EVENT] or S.ist[I_STARTED] == 0:
+            advance_clock(S, now)  # crons due (rare); otherwise just move the clock
+        elif now > S.fst[F_NOW]:
+            S.fst[F_NOW] = now
         now = S.fst[F_NOW]
         k = keys[i]
         op = ops[i]
@@ -657,14 +664,14 @@ def run_requests(S, ipar, fpar, ts, keys, sizes, ops, ttls):
                 S.cl_conn[c] = 1
                 S.ist[I_NCONN] += 1
             cnt[C_RECONN] += 1
-            lat += fpar[Q_RECONN_MS]
+            lat += S.fpar[Q_RECONN_MS]
         S.cl_last[c] = now
 
-        if maxmem > 0 and used_memory(S, ipar) > maxmem:
-            perform_evictions(S, ipar, now, 0)
+        if maxmem > 0 and used_memory(S) > maxmem:
+            perform_evictions(S, now, 0)
         expire_if_needed(S, k, now)
         cnt[C_CMDS] += 1
-        lat += jitter(S, fpar, l1)
+        lat += jitter(S, l1)
 
         if op == OP_GET:
             sz = sizes[i]
@@ -673,61 +680,59 @@ def run_requests(S, ipar, fpar, ts, keys, sizes, ops, ttls):
             if S.dpos[k] >= 0:
                 cnt[C_HITS] += 1
                 cnt[C_BHIT] += sz
-                touch(S, ipar, k, now)
+                touch(S, k, now)
             else:
                 cnt[C_MISSES] += 1
                 served_l2 = False
-                if ipar[P_L2_ON] and S.l2in[k]:
+                if S.ipar[P_L2_ON] and S.l2in[k]:
                     if S.l2exp[k] > 0.0 and now > S.l2exp[k]:
                         l2_remove(S, k)
                     else:
                         served_l2 = True
                 if served_l2:
                     cnt[C_L2HITS] += 1
-                    lat += jitter(S, fpar, fpar[Q_L2_MS])
-                    if ipar[P_L2_FIFO] == 0:
+                    lat += jitter(S, S.fpar[Q_L2_MS])
+                    if S.ipar[P_L2_FIFO] == 0:
                         l2_unlink(S, k)
                         l2_push_head(S, k)
                     cnt[C_CMDS] += 1
-                    lat += net + jitter(S, fpar, l1)
-                    write_key(S, ipar, k, S.l2size[k], S.l2exp[k], now)
+                    lat += net + jitter(S, l1)
+                    write_key(S, k, S.l2size[k], S.l2exp[k], now)
                 else:
                     cnt[C_BACKEND] += 1
-                    S.fcnt[FC_MISSCOST] += fpar[Q_MISS_COST]
-                    m = fpar[Q_MISS_MS]
-                    if fpar[Q_MISS_SIGMA] > 0.0 and m > 0.0:
-                        m = m * math.exp(fpar[Q_MISS_SIGMA] * rng_normal(S))
-                    lat += m
+                    S.fcnt[FC_MISSCOST] += S.fpar[Q_MISS_COST]
+                    lat += backend_ms(S)
                     if read_only:
                         cnt[C_CMDS] += 1
-                        lat += net + jitter(S, fpar, l1)
+                        lat += net + jitter(S, l1)
                         ttl = ttls[i]
-                        write_key(S, ipar, k, sz, now + ttl if ttl > 0.0 else 0.0, now)
+                        write_key(S, k, sz, now + ttl if ttl > 0.0 else 0.0, now)
         elif op == OP_SET:
             ttl = ttls[i]
-            if ipar[P_L2_ON]:
+            if S.ipar[P_L2_ON]:
                 l2_remove(S, k)
-            write_key(S, ipar, k, sizes[i], now + ttl if ttl > 0.0 else 0.0, now)
+            write_key(S, k, sizes[i], now + ttl if ttl > 0.0 else 0.0, now)
         else:
             if S.dpos[k] >= 0:
                 remove_key(S, k)
-            if ipar[P_L2_ON]:
+            if S.ipar[P_L2_ON]:
                 l2_remove(S, k)
 
         record_latency(S, lat)
-        u = used_memory(S, ipar)
+        u = used_memory(S)
         if u > S.ist[I_PEAK]:
             S.ist[I_PEAK] = u
 
 
 @nb.njit(**_JIT)
-def advance_to(S, ipar, fpar, until):
+def advance_to(S, until):
     """Let simulated time pass without requests (active expiry, idle-client closes)."""
     if S.ist[I_STARTED] and until > S.fst[F_NOW]:
-        advance_clock(S, ipar, fpar, until)
+        advance_clock(S, until)
 
 
 @nb.njit(**_JIT)
-def evict_to_limit(S, ipar):
+def evict_to_limit(S):
     """CONFIG SET maxmemory below used_memory: performEvictions() right away."""
-    return perform_evictions(S, ipar, S.fst[F_NOW], 0)
+    return perform_evictions(S, S.fst[F_NOW], 0)
+assert N_IPAR <= 32 and N_FPAR <= 32

@@ -31,7 +31,10 @@ class MemoryParams(_Model):
         None, ge=0, description="None = Redis 7 formula; int = flat bytes added to each value size"
     )
     base_used_memory: int = Field(
-        900_000, ge=0, description="used_memory of an empty Redis 7 (measured ~0.9 MB) before any key or client"
+        927_000, ge=0, description="used_memory of an empty Redis 7.0 without clients (measured 0.93 MB)"
+    )
+    jemalloc_lg_quantum: Literal[3, 4] = Field(
+        4, description="4: system jemalloc (Debian redis-server); 3: Redis's bundled jemalloc"
     )
     default_key_bytes: int = Field(
         48, ge=1, description="key name length when the trace gives none (e.g. 'llm:ans:' + 40 hex chars)"
@@ -85,13 +88,15 @@ class ClientParams(_Model):
     used ones, drawn with the seeded RNG). A client idle for more than ``timeout`` seconds is closed
     by Redis (checked once per simulated second like ``clientsCron``, and at its next request); its
     next request reconnects and pays ``latency.reconnect_ms``. Each connected client adds
-    ``client_buffer_bytes`` to ``used_memory`` (client struct + 16 KiB reply buffer + query buffer, as
-    Redis 7 counts them).
+    ``client_buffer_bytes`` to ``used_memory`` (client struct, 16 KiB reply buffer, query buffer and
+    per-client structures, as Redis 7.0 counts them).
     """
 
     n_clients: int = Field(32, ge=1, le=100_000)
     activity_skew: float = Field(1.0, ge=0)
-    client_buffer_bytes: int = Field(22_000, ge=0)
+    client_buffer_bytes: int = Field(
+        36_864, ge=0, description="used_memory per connected client (measured 36.9 KB on redis-server 7.0.15)"
+    )
 
 
 class ActiveExpireParams(_Model):

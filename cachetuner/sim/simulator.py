@@ -17,6 +17,7 @@ from cachetuner.sim import kernel as K
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.policies import SCORE_EXACT_LRU, get_policy
 from cachetuner.sim.state import (
+    C_BACKEND,
     C_BHIT,
     C_BREQ,
     C_CMDS,
@@ -31,7 +32,6 @@ from cachetuner.sim.state import (
     C_REQ,
     C_SETS,
     FC_LATSUM_MS,
-    FC_MISSCOST,
     I_DATA,
     I_HEAD,
     I_L2USED,
@@ -42,7 +42,9 @@ from cachetuner.sim.state import (
     I_TAIL,
     KState,
     copy_state,
+    lognormal_table,
     new_state,
+    to_kernel,
 )
 from cachetuner.traces.trace import Trace
 
@@ -80,8 +82,7 @@ class TieredCacheSim:
         self._config = config or RedisConfig()
         get_policy(self._config.maxmemory_policy)
         self._state: KState = self._fresh_state()
-        self._ipar = np.zeros(K.N_IPAR, dtype=np.int64)
-        self._fpar = np.zeros(K.N_FPAR, dtype=np.float64)
+        self._kstate = to_kernel(self._state)
         self._set_params(self._config)
         self._sync_exact_list(None, self._config)
         self._mark = self._marks()
@@ -116,13 +117,11 @@ class TieredCacheSim:
         start = max(0, int(start))
         if interval_s is None:
             interval_s = self._span(trace, start, stop)
-        self._ipar[K.P_READ_ONLY] = int(trace.read_only)
+        self._state.ipar[K.P_READ_ONLY] = int(trace.read_only)
         self._state.ist[I_PEAK] = self.used_memory
         if stop > start:
             K.run_requests(
-                self._state,
-                self._ipar,
-                self._fpar,
+                self._kstate,
                 np.ascontiguousarray(trace.timestamps[start:stop], dtype=np.float64),
                 np.ascontiguousarray(trace.keys[start:stop], dtype=np.int64),
                 np.ascontiguousarray(trace.sizes[start:stop], dtype=np.int64),
@@ -130,7 +129,7 @@ class TieredCacheSim:
                 np.ascontiguousarray(trace.ttls[start:stop], dtype=np.float64),
             )
         if until is not None:
-            K.advance_to(self._state, self._ipar, self._fpar, float(until))
+            K.advance_to(self._kstate, float(until))
         return self._report(float(interval_s))
 
     def apply_config(self, config: RedisConfig) -> None:
@@ -147,7 +146,7 @@ class TieredCacheSim:
         self._set_params(config)
         self._sync_exact_list(old, config)
         if config.maxmemory and self.used_memory > config.maxmemory:
-            K.evict_to_limit(self._state, self._ipar)
+            K.evict_to_limit(self._kstate)
 
     def clone(self) -> TieredCacheSim:
         """Independent deep copy: state, random stream, config and pending counters."""
@@ -158,8 +157,7 @@ class TieredCacheSim:
         other._key_bytes = self._key_bytes
         other._config = self._config
         other._state = copy_state(self._state)
-        other._ipar = self._ipar.copy()
-        other._fpar = self._fpar.copy()
+        other._kstate = to_kernel(other._state)
         other._mark = {k: v.copy() for k, v in self._mark.items()}
         other._last_hist = self._last_hist.copy()
         return other
@@ -167,6 +165,8 @@ class TieredCacheSim:
     def reset(self) -> None:
         """Empty cache, clients not yet connected, counters and random stream restarted."""
         self._state = self._fresh_state()
+        self._kstate = to_kernel(self._state)
+        self._set_params(self._config)
         self._sync_exact_list(None, self._config)
         self._mark = self._marks()
 
@@ -175,7 +175,7 @@ class TieredCacheSim:
     def used_memory(self) -> int:
         """Redis ``used_memory`` now: base + keys + connected clients' buffers."""
         s = self._state
-        return int(self._ipar[K.P_BASE] + s.ist[I_DATA] + s.ist[I_NCONN] * self._ipar[K.P_CLIENT_BUF])
+        return int(s.ipar[K.P_BASE] + s.ist[I_DATA] + s.ist[I_NCONN] * s.ipar[K.P_CLIENT_BUF])
 
     @property
     def n_resident(self) -> int:
@@ -187,6 +187,10 @@ class TieredCacheSim:
 
     def is_resident(self, key: int) -> bool:
         return bool(self._state.dpos[key] >= 0)
+
+    def expire_at(self, key: int) -> float:
+        """Absolute expire time of a resident key (trace seconds); 0 when it has no TTL or is absent."""
+        return float(self._state.expire[key]) if self.is_resident(key) else 0.0
 
     def lru_field(self, key: int) -> int:
         """The key's 24-bit object field as Redis holds it (LRU clock or LFU minutes<<8|counter)."""
@@ -215,7 +219,7 @@ class TieredCacheSim:
     def _set_params(self, config: RedisConfig) -> None:
         spec = get_policy(config.maxmemory_policy)
         p = self.params
-        ip, fp = self._ipar, self._fpar
+        ip, fp = self._state.ipar, self._state.fpar
         ip[K.P_MAXMEM] = config.maxmemory
         ip[K.P_KEYS] = spec.keys
         ip[K.P_SCORE] = spec.score
@@ -224,6 +228,7 @@ class TieredCacheSim:
         ip[K.P_LFU_DECAY] = config.lfu_decay_time
         ip[K.P_FLAT] = -1 if p.memory.per_key_overhead is None else p.memory.per_key_overhead
         ip[K.P_BASE] = p.memory.base_used_memory
+        ip[K.P_LGQ] = p.memory.jemalloc_lg_quantum
         ip[K.P_CLIENT_BUF] = p.clients.client_buffer_bytes
         ip[K.P_NCLIENTS] = p.clients.n_clients
         ip[K.P_L2_ON] = int(p.l2.enabled and p.l2.capacity_bytes > 0)
@@ -246,6 +251,8 @@ class TieredCacheSim:
         fp[K.Q_AE_PERIOD] = ae.period_s
         fp[K.Q_AE_STALE] = ae.acceptable_stale_pct
         fp[K.Q_TIMEOUT] = float(config.timeout)
+        self._state.jit_tab[:] = lognormal_table(lat.jitter_sigma)
+        self._state.miss_tab[:] = lognormal_table(lat.miss_sigma)
 
     def _sync_exact_list(self, old: RedisConfig | None, new: RedisConfig) -> None:
         """Maintain the exact-LRU list only while ``exact-lru`` is in force.
@@ -258,7 +265,7 @@ class TieredCacheSim:
         had = old is not None and get_policy(old.maxmemory_policy).score == SCORE_EXACT_LRU and bool(s.ist[I_LISTED])
         if want and not had:
             keys = s.dkeys[: s.ist[I_NRES]]
-            now_clock = int(np.floor(s.fst[0])) & K.LRU_CLOCK_MAX
+            now_clock = K.lru_clock(float(s.fst[0]))
             idle = (now_clock - s.lru[keys]) % (K.LRU_CLOCK_MAX + 1)
             order = keys[np.lexsort((keys, idle))]  # most recent (smallest idle) first
             s.prev[:] = -1
@@ -323,6 +330,6 @@ class TieredCacheSim:
             latency_p95_ms=q_ms(0.95),
             latency_p99_ms=q_ms(0.99),
             latency_mean_ms=float(f[FC_LATSUM_MS] / n_lat) if n_lat else 0.0,
-            miss_cost=float(f[FC_MISSCOST]),
+            miss_cost=float(d[C_BACKEND]) * self.params.cost.miss_cost,
             config=self._config,
         )

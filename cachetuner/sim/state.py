@@ -6,9 +6,12 @@ lets numba compile the kernel once for every policy.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
+from numba.core import types
+from numba.experimental import structref
 
 from cachetuner.metrics import LATENCY_BUCKETS_S
 
@@ -34,9 +37,8 @@ N_IST = 15
 
 # Scalar slots in KState.fst (float64).
 F_NOW = 0        # simulated clock, seconds
-F_SPARE = 1      # cached second Box-Muller normal
-F_HAS_SPARE = 2
-N_FST = 3
+F_NEXT_EVENT = 1  # earliest time a cron (active expire, clientsCron) is due
+N_FST = 2
 
 # Cumulative counters in KState.cnt (int64); snapshots report differences.
 C_REQ = 0
@@ -59,6 +61,22 @@ N_CNT = 14
 FC_LATSUM_MS = 0
 FC_MISSCOST = 1
 N_FCNT = 2
+
+N_PARAMS = 32  # room for kernel.P_* / kernel.Q_*
+QUANTILE_TABLE_SIZE = 4096
+
+
+@functools.lru_cache(maxsize=16)
+def lognormal_table(sigma: float, size: int = QUANTILE_TABLE_SIZE) -> np.ndarray:
+    """``exp(sigma * z)`` at the mid-quantiles of the standard normal: drawing a uniform index gives
+    a lognormal(0, sigma) variate discretised to ``size`` levels (finer than any latency bucket),
+    one random number and one load per draw instead of Box-Muller plus exp."""
+    from scipy.stats import norm
+
+    z = norm.ppf((np.arange(size) + 0.5) / size)
+    table = np.exp(sigma * z)
+    table.flags.writeable = False
+    return table
 
 
 class KState(NamedTuple):
@@ -92,6 +110,35 @@ class KState(NamedTuple):
     fcnt: np.ndarray      # float64 cumulative counters (FC_*)
     hist: np.ndarray      # int64 cumulative latency histogram, len(bounds) + 1
     bounds: np.ndarray    # float64 histogram upper bounds, seconds
+    ipar: np.ndarray      # int64 parameters (kernel.P_*)
+    fpar: np.ndarray      # float64 parameters (kernel.Q_*)
+    jit_tab: np.ndarray   # float64: lognormal(0, jitter_sigma) factors at evenly spaced quantiles
+    miss_tab: np.ndarray  # float64: lognormal(0, miss_sigma) factors at evenly spaced quantiles
+
+
+@structref.register
+class KernelStateType(types.StructRef):
+    """numba type of :class:`KernelState`."""
+
+    def preprocess_fields(self, fields):  # type: ignore[no-untyped-def]
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class KernelState(structref.StructRefProxy):
+    """The same arrays as a :class:`KState`, behind one pointer for the compiled kernel.
+
+    Why not pass the named tuple: numba passes a tuple of 28 arrays to every non-inlined helper as
+    ~200 flattened arguments (about 1 us a call); a StructRef is one reference-counted pointer.
+    The arrays are shared, not copied, so Python reads the :class:`KState` and sees kernel writes.
+    """
+
+
+structref.define_proxy(KernelState, KernelStateType, list(KState._fields))
+
+
+def to_kernel(s: KState) -> KernelState:
+    """Wrap ``s``'s arrays (shared) for the kernel."""
+    return KernelState(*s)
 
 
 def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew: float, seed: int) -> KState:
@@ -137,6 +184,10 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
         fcnt=np.zeros(N_FCNT, dtype=np.float64),
         hist=np.zeros(len(LATENCY_BUCKETS_S) + 1, dtype=np.int64),
         bounds=np.asarray(LATENCY_BUCKETS_S, dtype=np.float64),
+        ipar=np.zeros(N_PARAMS, dtype=np.int64),
+        fpar=np.zeros(N_PARAMS, dtype=np.float64),
+        jit_tab=np.ones(QUANTILE_TABLE_SIZE, dtype=np.float64),
+        miss_tab=np.ones(QUANTILE_TABLE_SIZE, dtype=np.float64),
     )
 
 

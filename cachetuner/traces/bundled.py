@@ -10,6 +10,7 @@ from cachetuner.errors import TraceError
 #: name -> (file in cachetuner/data, --format)
 BUNDLED_TRACES: dict[str, tuple[str, str]] = {
     "web07": ("web07-50k.trace", "raw-be-i4"),
+    "web12": ("web12-50k.trace", "raw-be-i4"),
 }
 
 

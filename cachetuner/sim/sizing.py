@@ -1,0 +1,67 @@
+"""Parse cache sizes the way Redis and people write them, including a share of the working set."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from cachetuner.errors import ConfigError
+from cachetuner.sim.memory import key_charge
+from cachetuner.sim.params import SimParams
+from cachetuner.traces.trace import Trace
+
+# Redis's own convention (redis.conf "Units"): k/m/g are powers of 1000, kb/mb/gb powers of 1024;
+# KiB/MiB/GiB are accepted as the unambiguous spelling of the latter.
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+    "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+}  # fmt: skip
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
+
+
+def working_set_charge(trace: Trace, params: SimParams) -> int:
+    """Bytes the trace's distinct keys would occupy in Redis at their last-seen size (memory model)."""
+    last = np.zeros(trace.n_keys, dtype=np.int64)
+    last[trace.keys] = trace.sizes
+    seen = np.zeros(trace.n_keys, dtype=bool)
+    seen[trace.keys] = True
+    has_ttl = np.zeros(trace.n_keys, dtype=bool)
+    has_ttl[trace.keys[trace.ttls > 0]] = True
+    flat = params.memory.per_key_overhead
+    if flat is not None:
+        return int(last[seen].sum() + flat * int(seen.sum()))
+    kb = np.asarray(trace.key_bytes, dtype=np.int64)
+    return int(sum(key_charge(-1, int(kb[k]), int(last[k]), bool(has_ttl[k]), params.memory.jemalloc_lg_quantum) for k in np.flatnonzero(seen)))
+
+
+def parse_size(text: str | int, trace: Trace | None = None, params: SimParams | None = None, *, what: str = "size") -> int:
+    """``"64mb"``, ``"1.5GiB"``, ``"500000"`` or ``"20%"`` to bytes.
+
+    A percentage sizes the cache to hold that share of the trace's working set as Redis would
+    store it (memory model of ``params``), on top of the empty server's base memory and the client
+    buffers, so ``100%`` fits every key.
+    """
+    if isinstance(text, int):
+        return text
+    s = str(text).strip()
+    if s.endswith("%"):
+        if trace is None:
+            raise ConfigError(f"{what}={s!r}: a percentage needs a trace")
+        try:
+            pct = float(s[:-1])
+        except ValueError:
+            raise ConfigError(f"{what}={s!r}: expected a number before '%'") from None
+        if not 0 < pct <= 1000:
+            raise ConfigError(f"{what}={s!r}: percentage must be in (0, 1000]")
+        params = params or SimParams()
+        fixed = params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes
+        return int(fixed + pct / 100.0 * working_set_charge(trace, params))
+    m = _SIZE.match(s)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ConfigError(
+            f"{what}={s!r}: expected bytes with an optional unit (k, kb, mb, gb, KiB, MiB, GiB) or a percentage like 20%"
+        )
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])

@@ -1,0 +1,327 @@
+"""The daemon loop end to end on simulator-backed targets (no Redis needed): adversarial policies never
+get an out-of-bounds config applied, dry-run applies nothing, rollbacks, staged rollout, env-based
+baselines, reconciliation of a half-done apply, HTTP endpoints, MLflow run, SIGTERM of the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cachetuner.config import REDIS_POLICIES, RedisConfig
+from cachetuner.daemon.audit import read_audit
+from cachetuner.daemon.config import DaemonConfig
+from cachetuner.daemon.guardrails import bounds_violations
+from cachetuner.daemon.loop import Daemon
+from cachetuner.daemon.policy import PolicyInput, RandomPolicy
+from cachetuner.errors import ConfigError
+
+MB = 1_000_000
+ENV = {
+    "workloads": [{"trace": "synthetic:zipf", "params": {"n_requests": 60000, "n_keys": 5000, "rate": 1000, "alpha": 1.0}}],
+    "interval_s": 5,
+    "episode_intervals": None,
+    "warmup_intervals": 0,
+    "bounds": {"min_bytes": 1 * MB, "max_bytes": 64 * MB, "initial_bytes": 24 * MB},
+    "whatif": {"enabled": False},
+}
+BOUNDS = {"maxmemory_min": 8 * MB, "maxmemory_max": 40 * MB, "policies": ["allkeys-lru", "allkeys-lfu"], "timeouts": [0, 300]}
+
+
+def make_cfg(tmp_path: Path, n_targets: int = 1, **over: Any) -> DaemonConfig:
+    targets = [
+        {"name": f"t{i}", "backend": "sim", "bounds": BOUNDS, "backend_options": {"env": ENV}, **over.pop("target", {})}
+        for i in range(n_targets)
+    ]
+    d: dict[str, Any] = {
+        "interval_s": 0.001,
+        "state_dir": str(tmp_path / "state"),
+        "http": {"port": 0},
+        "tracking": {"enabled": False},
+        "policy": {"name": "random", "seed": 3},
+        "max_iterations": 30,
+        "targets": targets,
+        **over,
+    }
+    return DaemonConfig.model_validate(d)
+
+
+class EvilPolicy:
+    """Proposals designed to break things: unlimited memory, 1 byte, forbidden policies and timeouts."""
+
+    name = "evil"
+
+    def __init__(self) -> None:
+        self.i = 0
+
+    def decide(self, obs: PolicyInput) -> RedisConfig:
+        self.i += 1
+        choices = [
+            obs.current.evolve(maxmemory=0),
+            obs.current.evolve(maxmemory=1),
+            obs.current.evolve(maxmemory=1 << 45),
+            obs.current.evolve(maxmemory_policy=REDIS_POLICIES[self.i % 8]),
+            obs.current.evolve(timeout=86400),
+            obs.current.evolve(maxmemory=39 * MB, maxmemory_policy="allkeys-lfu"),
+        ]
+        return choices[self.i % len(choices)]
+
+    def close(self) -> None:
+        pass
+
+
+def applied_configs(state_dir: Path) -> list[RedisConfig]:
+    return [
+        RedisConfig(**r["applied"])
+        for r in read_audit(state_dir / "audit.jsonl")
+        if r.get("phase") == "outcome" and r.get("outcome") == "applied"
+    ]
+
+
+class CheckingBackend:
+    """Wraps the real SimBackend and records every config it is asked to apply (the test's eyes on CONFIG SET)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.requests: list[RedisConfig] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def config(self) -> RedisConfig:
+        return self.inner.config
+
+    def apply(self, config: RedisConfig) -> Any:
+        self.requests.append(config)
+        return self.inner.apply(config)
+
+
+def spy(d: Daemon) -> list[CheckingBackend]:
+    spies = []
+    for r in d.runners:
+        factory = r.backend_factory
+        box: list[CheckingBackend] = []
+
+        def make(factory: Any = factory, box: list[CheckingBackend] = box) -> Any:
+            box.append(CheckingBackend(factory()))
+            return box[0]
+
+        r.backend_factory = make
+        spies.append(box)
+    return spies  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("policy", ["random", "evil"])
+@pytest.mark.parametrize("guards", [None, ["stale", "slo"]])
+def test_adversarial_policies_never_apply_out_of_bounds(tmp_path: Path, policy: str, guards: list[str] | None) -> None:
+    """With the full chain or with the bounds guards removed from the config, nothing out of bounds
+    ever reaches backend.apply: the final pre-apply check refuses it (defence in depth)."""
+    over: dict[str, Any] = {"max_iterations": 40}
+    if guards is not None:
+        over["target"] = {"guards": guards, "max_relative_change": 100.0}
+    cfg = make_cfg(tmp_path, **over)
+    d = Daemon(cfg)
+    if policy == "evil":
+        d.runners[0].policy = EvilPolicy()
+    boxes = spy(d)
+    assert d.run() == 0
+    sent = boxes[0][0].requests  # type: ignore[index]
+    recs = read_audit(cfg.audit_path)
+    b = cfg.targets[0].bounds
+    assert sent, "the policy should have got some changes through"
+    assert all(not bounds_violations(c, b) for c in sent)
+    assert all(not bounds_violations(c, b) for c in applied_configs(Path(cfg.state_dir)))
+    vetoes = {r["verdict"]["vetoed_by"] for r in recs if r.get("action") == "veto"}
+    if guards is None:
+        assert "bounds" in vetoes
+    else:
+        assert "final_bounds" in vetoes  # nothing in the chain stopped it; the last check did
+    assert recs[-1]["event"] == "stop"
+
+
+def test_dry_run_never_applies(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path, dry_run=True, max_iterations=15)
+    d = Daemon(cfg)
+    boxes = spy(d)
+    initial = None
+    d.run()
+    backend = boxes[0][0]  # type: ignore[index]
+    assert backend.requests == []
+    recs = read_audit(cfg.audit_path)
+    assert not [r for r in recs if r.get("phase") in ("intent", "outcome")]
+    dry = [r for r in recs if r.get("action") == "dry_run"]
+    assert dry and all(r["dry_run"] and r["to_apply"] for r in dry)
+    assert initial is None
+
+
+class Shrinker:
+    """Shrinks to the lower bound once, after a few intervals: breaks the hit-ratio SLO."""
+
+    name = "shrinker"
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def decide(self, obs: PolicyInput) -> RedisConfig:
+        self.n += 1
+        return obs.current.evolve(maxmemory=1 * MB) if self.n == 4 else obs.current
+
+    def close(self) -> None:
+        pass
+
+
+def test_rollback_to_last_known_good_within_one_interval(tmp_path: Path) -> None:
+    target = {
+        "bounds": {**BOUNDS, "maxmemory_min": 1 * MB},
+        "slo": {"min_hit_ratio": 0.5},
+        "max_relative_change": 1.0,
+    }
+    cfg = make_cfg(tmp_path, target=target, max_iterations=10)
+    d = Daemon(cfg)
+    d.runners[0].policy = Shrinker()
+    d.run()
+    recs = read_audit(cfg.audit_path)
+    change = next(r for r in recs if r.get("phase") == "intent" and r["action"] == "change")
+    rb = next(r for r in recs if r.get("phase") == "intent" and r["action"] == "rollback")
+    assert rb["iteration"] == change["iteration"] + 1  # the very next interval's metrics triggered it
+    assert rb["to_apply"]["maxmemory"] == 24 * MB  # back to the known-good size
+    assert "hit ratio" in rb["reason"]
+    st = json.loads(cfg.state_path.read_text())
+    assert st["targets"]["t0"]["last_known_good"]["maxmemory"] == 24 * MB
+
+
+class Grower:
+    name = "grower"
+
+    def decide(self, obs: PolicyInput) -> RedisConfig:
+        return obs.current.evolve(maxmemory=min(obs.current.maxmemory + 2 * MB, 40 * MB))
+
+    def close(self) -> None:
+        pass
+
+
+def test_staged_rollout_promotes_after_good_intervals(tmp_path: Path) -> None:
+    cfg = make_cfg(
+        tmp_path,
+        n_targets=3,
+        rollout={"mode": "staged", "canary": "t1", "promote_after": 3},
+        target={"cooldown_s": 0.0},
+        max_iterations=12,
+    )
+    d = Daemon(cfg)
+    canary = next(r for r in d.runners if r.name == "t1")
+    assert canary.policy is not None and all(r.policy is None for r in d.runners if r is not canary)
+    canary.policy = Grower()
+    d.run()
+    recs = read_audit(cfg.audit_path)
+    canary_changes = [r for r in recs if r.get("phase") == "intent" and r["target"] == "t1"]
+    promotions = [r for r in recs if r.get("phase") == "intent" and r["action"] == "promote"]
+    assert canary_changes and promotions
+    assert {r["target"] for r in promotions} == {"t0", "t2"}
+    first = min(r["iteration"] for r in promotions)
+    # promoted only after the canary's config had passed the SLO for 3 consecutive intervals
+    last_canary_change_before = max(r["iteration"] for r in canary_changes if r["iteration"] < first)
+    assert first - last_canary_change_before >= 3
+    for p in promotions:
+        canary_cfgs = {json.dumps(r["to_apply"], sort_keys=True) for r in canary_changes}
+        assert json.dumps(p["to_apply"], sort_keys=True) in canary_cfgs
+
+
+@pytest.mark.parametrize("name", ["static-default", "hill-climb"])
+def test_env_based_baselines_run_through_the_guardrails(tmp_path: Path, name: str) -> None:
+    env = {**ENV, "whatif": {"enabled": True, "min_keys": 500}}
+    cfg = make_cfg(tmp_path, policy={"name": name}, target={"backend_options": {"env": env}}, max_iterations=12)
+    d = Daemon(cfg)
+    d.run()
+    recs = read_audit(cfg.audit_path)
+    decided = [r for r in recs if r.get("phase") in ("decision", "intent")]
+    assert len(decided) == 12
+    assert not [r for r in decided if r["action"] == "policy_error"], [r["reason"] for r in decided][:3]
+    assert all(r["proposal"] is None or RedisConfig(**r["proposal"]) for r in decided)
+
+
+def test_unknown_and_hindsight_policies_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="valid policies: .*random"):
+        Daemon(make_cfg(tmp_path, policy={"name": "nope"}))
+    with pytest.raises(ConfigError, match="cannot run on a live target"):
+        Daemon(make_cfg(tmp_path, policy={"name": "oracle"}))
+    with pytest.raises(ConfigError, match="ppo needs a model"):
+        Daemon(make_cfg(tmp_path, policy={"name": "ppo"}))
+
+
+def test_restart_reconciles_an_intent_left_open_by_kill9(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path, max_iterations=3)
+    Path(cfg.state_dir).mkdir(parents=True)
+    want = RedisConfig(maxmemory=30 * MB)
+    with open(cfg.audit_path, "w") as fh:  # what a daemon killed between intent and CONFIG SET leaves
+        fh.write(json.dumps({"t": time.time(), "session": "old", "seq": 1, "decision_id": "old-t0-1-1", "phase": "intent",
+                             "target": "t0", "action": "change", "to_apply": want.model_dump()}) + "\n")
+    d = Daemon(cfg)
+    d.runners[0].policy = RandomPolicy(seed=1)
+    d.run()
+    recs = read_audit(cfg.audit_path)
+    rec = next(r for r in recs if r.get("phase") == "reconciled")
+    assert rec["decision_id"] == "old-t0-1-1" and rec["outcome"] == "not_applied"  # the sim never got it
+    from cachetuner.daemon.audit import pending_intents
+
+    assert pending_intents(recs) == {}
+
+
+def test_http_endpoints_and_mlflow_run(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path, max_iterations=5, tracking={"enabled": True, "tracking_uri": f"sqlite:///{tmp_path / 'm.db'}"})
+    d = Daemon(cfg)
+    host, port = d.start_http()  # type: ignore[misc]
+    assert host == "127.0.0.1"
+    assert cfg.addr_path.read_text().strip() == f"127.0.0.1:{port}"
+    d.run_once()  # one loop by hand, then look at the endpoints
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    assert 'cachetuner_daemon_decisions_total{action=' in body
+    assert "cachetuner_daemon_loop_seconds_bucket" in body
+    assert 'cachetuner_daemon_config_maxmemory_bytes{target="t0"}' in body
+    health = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read())
+    assert health["ok"] and health["targets"]["t0"]["status"] == "ok" and health["iteration"] == 1
+    d.run()
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'm.db'}")
+    runs = mlflow.search_runs(experiment_names=["cachetuner-daemon"])
+    assert len(runs) == 1 and runs.iloc[0]["status"] == "FINISHED"
+    hist = mlflow.MlflowClient().get_metric_history(runs.iloc[0]["run_id"], "t0.hit_ratio")
+    assert len(hist) >= 5
+
+
+def test_cli_sigterm_finishes_step_and_exits_0(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path, interval_s=0.2, max_iterations=None)
+    p = tmp_path / "d.yaml"
+    p.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cachetuner.cli.main", "daemon", "--config", str(p)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(read_audit(cfg.audit_path)) < 5:
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert out == b""  # stdout stays clean
+    recs = read_audit(cfg.audit_path)
+    assert recs[-1]["event"] == "stop" and recs[-1]["status"] == "FINISHED"
+    from cachetuner.daemon.audit import pending_intents
+
+    assert pending_intents(recs) == {}

@@ -1,0 +1,116 @@
+"""The least-privilege ACL against a real redis-server 7: exactly what the daemon needs works, the rest
+is refused; a refused CONFIG SET is reported (not raised) and backed off; a restart is detected."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from cachetuner.config import RedisConfig
+from cachetuner.daemon.chaos import ACL_RULES, ACL_USER
+from cachetuner.daemon.probe import RedisProbe
+
+REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
+PW = "t0p-secret"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisProc:
+    def __init__(self, d: Path) -> None:
+        self.dir, self.port = d, _free_port()
+        self.conf = d / "redis.conf"
+        self.conf.write_text(
+            f"bind 127.0.0.1\nport {self.port}\nsave \"\"\nappendonly no\ndir {d}\nmaxmemory 64mb\n"
+            f"user {ACL_USER} {ACL_RULES} >{PW}\n"
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([REDIS, str(self.conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                redis.Redis(port=self.port).ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise AssertionError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+            self.proc = None
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisProc]:
+    r = RedisProc(tmp_path)
+    r.start()
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+def tuner_url(port: int) -> str:
+    return f"redis://{ACL_USER}:{PW}@127.0.0.1:{port}/0"
+
+
+def test_acl_allows_exactly_what_the_daemon_needs(server: RedisProc) -> None:
+    probe = RedisProbe(tuner_url(server.port))
+    ident = probe.identity()
+    assert len(ident.run_id) == 40
+    assert probe.config().maxmemory == 64 * 1024 * 1024
+    c = redis.Redis.from_url(tuner_url(server.port), decode_responses=True)
+    assert c.ping()
+    c.config_set("maxmemory", str(32 * 1024 * 1024))
+    assert probe.config().maxmemory == 32 * 1024 * 1024
+    for forbidden in (lambda: c.get("k"), lambda: c.set("k", "v"), lambda: c.flushall(), lambda: c.config_rewrite(),
+                      lambda: c.execute_command("ACL", "LIST"), lambda: c.execute_command("CLIENT", "PAUSE", "10"),
+                      lambda: c.keys("*"), lambda: c.execute_command("SHUTDOWN")):
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            forbidden()
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        c.xrange("other-stream")  # XRANGE only on the sampled-request stream
+    assert c.xrange("cachetuner:sampled") == []
+
+
+def test_live_backend_reports_refused_config_set(server: RedisProc) -> None:
+    from cachetuner.live.backend import LiveRedisBackend
+
+    admin = redis.Redis(port=server.port)
+    admin.execute_command("ACL", "SETUSER", ACL_USER, "-config|set")
+    b = LiveRedisBackend(tuner_url(server.port), "http://127.0.0.1:9", interval_s=1.0)
+    try:
+        res = b.apply(RedisConfig(maxmemory=16 * 1024 * 1024))
+        assert not res.ok and "NOPERM" in (res.error or "")
+        assert res.applied.maxmemory == 64 * 1024 * 1024
+        assert PW not in (res.error or "")
+    finally:
+        b.close()
+
+
+def test_restart_changes_run_id_and_forgets_config_set(server: RedisProc) -> None:
+    probe = RedisProbe(tuner_url(server.port))
+    before = probe.identity().run_id
+    redis.Redis.from_url(tuner_url(server.port)).config_set("maxmemory", str(20 * 1024 * 1024))
+    server.stop()
+    with pytest.raises(redis.ConnectionError):
+        probe.identity()
+    server.start()
+    after = probe.identity()
+    assert after.run_id != before
+    assert probe.config().maxmemory == 64 * 1024 * 1024  # Redis forgot the CONFIG SET: the daemon must re-apply

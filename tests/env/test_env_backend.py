@@ -1,0 +1,67 @@
+"""SimBackend: the CacheBackend protocol over the simulator, clone, windows and bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+from env_testlib import small_cfg
+
+from cachetuner.backend import CacheBackend
+from cachetuner.env import SimBackend
+
+
+def test_protocol_and_window() -> None:
+    cfg = small_cfg()
+    be = SimBackend(cfg)
+    assert isinstance(be, CacheBackend)
+    warm = be.reset(seed=0, workload=0, start=3)
+    assert warm.requests > 0 and not be.exhausted
+    lo, hi = be.bounds
+    assert lo == int(cfg.bounds.min_fraction * be.working_set) and hi == int(cfg.bounds.max_fraction * be.working_set)
+    assert lo <= be.config.maxmemory <= hi
+    be.reset(seed=0, workload=0, start=3, warmup=False)
+    be.step()
+    ts = be.recent_requests().timestamps
+    t_first = be.trace.timestamps[0]
+    assert t_first + 3 * cfg.interval_s <= ts[0] and ts[-1] < t_first + 4 * cfg.interval_s
+    for _ in range(cfg.warmup_intervals - 1):
+        be.step()
+    n = 0
+    while not be.exhausted:
+        snap = be.step()
+        sample = be.recent_requests()
+        assert len(sample.keys) == snap.requests and sample.rate == 1.0
+        n += 1
+    assert n == cfg.episode_intervals
+
+
+def test_clone_is_independent_and_identical() -> None:
+    be = SimBackend(small_cfg())
+    be.reset(seed=1)
+    be.step()
+    twin = be.clone()
+    a = [be.step() for _ in range(3)]
+    b = [twin.step() for _ in range(3)]
+    assert [(s.hits, s.evictions, s.used_memory) for s in a] == [(s.hits, s.evictions, s.used_memory) for s in b]
+    # changing the clone does not touch the original
+    twin2 = be.clone()
+    twin2.apply(twin2.config.evolve(maxmemory=be.bounds[0]))
+    assert be.config != twin2.config
+    ra, rb = be.step(), twin2.step()
+    assert rb.hits <= ra.hits and rb.maxmemory == be.bounds[0]
+
+
+def test_apply_returns_result() -> None:
+    be = SimBackend(small_cfg())
+    be.reset(seed=0)
+    res = be.apply(be.config.evolve(maxmemory_policy="volatile-ttl"))
+    assert res.ok and res.applied.maxmemory_policy == "volatile-ttl" == be.config.maxmemory_policy
+
+
+def test_random_windows_vary_with_seed() -> None:
+    be = SimBackend(small_cfg())
+    starts = set()
+    for seed in range(8):
+        be.reset(seed=seed, warmup=False)
+        starts.add((be.workload_index, be._pos))
+    assert len(starts) > 2
+    assert np.isclose(be.rate_reference, 100.0, rtol=0.05)

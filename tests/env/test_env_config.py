@@ -1,0 +1,64 @@
+"""EnvConfig from YAML: bad fields give one-line ConfigErrors naming the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from env_testlib import small_cfg
+
+from cachetuner.env import CacheTuningEnv, EnvConfig
+from cachetuner.errors import ConfigError
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "exp.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_yaml_roundtrip(tmp_path: Path) -> None:
+    p = _write(tmp_path, "env:\n  interval_s: 30\n  reward: {kind: seed}\n  actions: {space: discrete12}\n")
+    cfg = EnvConfig.from_yaml(p, key="env")
+    assert cfg.interval_s == 30 and cfg.reward.kind == "seed" and cfg.actions.space == "discrete12"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("env:\n  reward: {miss_cost: -1}\n", "env.reward.miss_cost"),
+        ("env:\n  reward: {kind: profit}\n", "env.reward.kind"),
+        ("env:\n  actions: {policies: [allkeys-lru, lru]}\n", "env.actions.policies.1"),
+        ("env:\n  whatif: {rate: 2}\n", "env.whatif.rate"),
+        ("env:\n  episode_intervalz: 3\n", "env.episode_intervalz"),
+        ("env:\n  workloads: [{trace: synthetic:zipf, weight: 0}]\n", "env.workloads.0.weight"),
+    ],
+)
+def test_bad_field_one_line_error(tmp_path: Path, text: str, field: str) -> None:
+    p = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        EnvConfig.from_yaml(p, key="env")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert str(p) in msg and f"'{field}'" in msg
+
+
+def test_missing_section_and_bad_bounds(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="field 'env': missing section"):
+        EnvConfig.from_yaml(_write(tmp_path, "ppo: {}\n"), key="env")
+    with pytest.raises(ConfigError, match="bounds"):
+        EnvConfig.from_yaml(_write(tmp_path, "bounds: {min_fraction: 0.5, max_fraction: 0.1}\n"))
+
+
+def test_unknown_workload_reported() -> None:
+    with pytest.raises(ConfigError, match="unknown workload 'nope'"):
+        env = CacheTuningEnv(small_cfg())
+        env.reset(seed=0, options={"workload": "nope"})
+    with pytest.raises(ConfigError, match="reset options"):
+        CacheTuningEnv(small_cfg()).reset(options={"window": 3})
+
+
+def test_too_short_trace_for_warmup() -> None:
+    cfg = small_cfg(warmup_intervals=40)
+    with pytest.raises(ConfigError, match="warmup_intervals"):
+        CacheTuningEnv(cfg).reset(seed=0)

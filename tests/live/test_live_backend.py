@@ -1,0 +1,124 @@
+"""LiveRedisBackend against real Redis + redis_exporter + Prometheus."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import redis
+
+from cachetuner.backend import CacheBackend
+from cachetuner.config import RedisConfig
+from cachetuner.live.backend import LiveRedisBackend
+from cachetuner.live.replay import ReplayOptions, replay
+from cachetuner.live.stack import LocalStack, free_port
+from cachetuner.traces import read_trace
+
+
+@pytest.fixture()
+def backend(live_stack: LocalStack):
+    be = LiveRedisBackend(live_stack.redis_url, live_stack.prometheus_url, interval_s=2.0)
+    before = be.config
+    yield be
+    be.apply(before)
+    be.close()
+
+
+def test_is_a_cache_backend(backend: LiveRedisBackend) -> None:
+    assert isinstance(backend, CacheBackend)
+    assert backend.exhausted is False
+
+
+def test_config_set_get_round_trip(backend: LiveRedisBackend, live_stack: LocalStack) -> None:
+    cfg = RedisConfig(maxmemory=12_345_678, maxmemory_policy="volatile-lfu", maxmemory_samples=7,
+                      lfu_log_factor=20, lfu_decay_time=3, timeout=300)  # fmt: skip
+    res = backend.apply(cfg)
+    assert res.ok, res.error
+    assert res.applied == cfg == backend.config
+    r = redis.Redis.from_url(live_stack.redis_url, decode_responses=True)
+    assert RedisConfig.from_redis({k: r.config_get(k)[k] for k in cfg.to_redis()}) == cfg
+    # exact-lru exists only in the simulator: refused, config unchanged.
+    bad = backend.apply(cfg.evolve(maxmemory_policy="exact-lru"))
+    assert not bad.ok and "simulator" in (bad.error or "")
+    assert backend.config == cfg
+
+
+def test_acl_user_without_config_set_is_refused(live_stack: LocalStack) -> None:
+    admin = redis.Redis.from_url(live_stack.redis_url)
+    admin.acl_setuser("tuner", enabled=True, passwords=["+s3cret"], keys=["*"], commands=["+@all", "-config|set"])
+    port = live_stack.info.redis_port
+    be = LiveRedisBackend(f"redis://tuner:s3cret@127.0.0.1:{port}/0", live_stack.prometheus_url, interval_s=2.0)
+    try:
+        current = be.config
+        res = be.apply(current.evolve(maxmemory=current.maxmemory + 1_048_576))
+        assert not res.ok
+        assert "NOPERM" in (res.error or "")
+        assert res.applied == current  # verified with CONFIG GET: nothing changed
+    finally:
+        be.close()
+        admin.acl_deluser("tuner")
+
+
+def test_snapshot_from_prometheus_matches_info(backend: LiveRedisBackend, live_stack: LocalStack) -> None:
+    r = redis.Redis.from_url(live_stack.redis_url)
+    r.flushall()
+    assert backend.apply(RedisConfig(maxmemory=2_000_000, maxmemory_policy="allkeys-lru")).ok
+    trace = read_trace("bundled:web07", size_model="fixed:1000", limit=15_000)
+    time.sleep(1.5)  # quiet period: the window start falls between scrapes of an idle Redis
+    t0 = time.time() - 0.5
+    i0 = r.info("stats")
+    res = replay(trace, live_stack.redis_url, ReplayOptions(rate=10_000, stack_dir=str(live_stack.dir), sample_rate=0.5))
+    i1 = r.info("stats")
+    time.sleep(2.0)  # let Prometheus scrape the final counters
+    snap = backend.read(t0, time.time() - 0.2)
+    i2 = r.info("stats")
+    assert not snap.stale, getattr(backend, "last_stale_reason", "")
+    assert snap.hits == i1["keyspace_hits"] - i0["keyspace_hits"] == res.hits
+    assert snap.misses == i1["keyspace_misses"] - i0["keyspace_misses"] == res.misses
+    # The exporter's own replies (INFO, CONFIG GET *) grow client buffers over a full maxmemory, so
+    # Redis may evict a few more keys after the replay: bracket with INFO before and after the read.
+    assert 0 < i1["evicted_keys"] - i0["evicted_keys"] <= snap.evictions <= i2["evicted_keys"] - i0["evicted_keys"]
+    assert snap.gets == res.gets == 15_000
+    assert snap.sets == res.sets
+    assert snap.keys == r.dbsize()
+    assert snap.maxmemory == 2_000_000
+    assert 0 < snap.used_memory <= snap.peak_used_memory
+    assert snap.config.maxmemory_policy == "allkeys-lru"
+    assert 0 < snap.latency_p50_ms <= snap.latency_p95_ms <= snap.latency_p99_ms
+    assert snap.is_finite()
+    # The sampled stream (rate 0.5) holds requests of that window.
+    sample = backend.recent_requests()
+    assert sample.rate == 0.5
+    assert 0 < len(sample.keys) <= 15_000
+    assert set(np.unique(sample.ops)) <= {0}
+    assert np.isin(sample.keys, trace.keys).all()
+
+
+def test_prometheus_down_gives_stale_snapshot(live_stack: LocalStack) -> None:
+    be = LiveRedisBackend(live_stack.redis_url, f"http://127.0.0.1:{free_port()}", interval_s=2.0, query_timeout_s=1.0)
+    try:
+        now = time.time()
+        snap = be.read(now - 2, now)
+        assert snap.stale
+        assert snap.hits == 0
+    finally:
+        be.close()
+    good = LiveRedisBackend(live_stack.redis_url, live_stack.prometheus_url, interval_s=2.0)
+    try:
+        first = good.reset()
+        assert not first.stale
+        good._prom.url = f"http://127.0.0.1:{free_port()}"  # Prometheus goes away mid-episode
+        later = good.read(time.time() - 2, time.time())
+        assert later.stale and later.used_memory == first.used_memory
+    finally:
+        good.close()
+
+
+def test_step_waits_for_the_next_boundary(backend: LiveRedisBackend) -> None:
+    backend.reset()
+    a = backend.step()
+    b = backend.step()
+    assert a.interval_s == b.interval_s == 2.0
+    assert backend._window[1] % 2.0 == 0.0
+    assert not b.stale

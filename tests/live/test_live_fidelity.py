@@ -1,0 +1,40 @@
+"""Sim-to-real fidelity on a shared real trace, and the memory calibration, against a real redis-server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cachetuner.live.calibrate import calibrate
+from cachetuner.live.fidelity import FidelityOptions, run_fidelity
+from cachetuner.live.stack import LocalStack
+from cachetuner.traces import read_trace
+
+
+def test_fidelity_on_web07_within_one_point(shared_traces: Path, redis_only: LocalStack) -> None:
+    trace = read_trace(shared_traces / "cache2k" / "web07.trace", "raw-be-i4", size_model="fixed:1000", limit=20_000)
+    opts = FidelityOptions(policies=("allkeys-lru", "allkeys-lfu", "volatile-ttl"), sizes=(0.1, 0.4), rate=20_000)
+    res = run_fidelity(trace, opts, redis_only.redis_url)
+    assert len(res["cells"]) == 6 and len(res["scenarios"]) == 2
+    assert res["max_abs_diff_pp"] <= 1.0, [(c["policy"], c["diff_pp"]) for c in res["cells"] + res["scenarios"]]
+    for c in res["cells"] + res["scenarios"]:
+        assert c["server_hits_match"], c  # Redis's own keyspace counters agree with the replayer's
+        assert 0.0 < c["redis_hit_ratio"] < 1.0
+    lru = next(c for c in res["cells"] if c["policy"] == "allkeys-lru" and c["size_fraction"] == 0.1)
+    assert lru["redis_evictions"] > 0 and lru["sim_evictions"] > 0
+    ttl = next(c for c in res["cells"] if c["policy"] == "volatile-ttl")
+    assert ttl["redis_rejected_writes"] > 0 and ttl["sim_rejected_writes"] > 0  # no TTLs: OOM like noeviction
+    assert abs(res["memory_model_err_pct"]) < 2.0
+
+
+def test_calibration_matches_the_sim_formula(redis_only: LocalStack) -> None:
+    cal = calibrate(redis_only.redis_url, sizes=(44, 45, 1000, 4096), n_keys=3000)
+    assert cal.redis_version.startswith("7.") and cal.allocator.startswith("jemalloc")
+    assert 500_000 < cal.base_used_memory < 5_000_000
+    assert cal.chosen == "formula"
+    by_size = {row["value_bytes"]: row for row in cal.rows if not row["ttl"]}
+    # jemalloc size classes: 45 bytes no longer fits an embstr, the step shows in both model and Redis.
+    assert by_size[45]["measured_per_key"] > by_size[44]["measured_per_key"]
+    assert by_size[45]["formula_per_key"] > by_size[44]["formula_per_key"]
+    assert abs(by_size[1000]["formula_err_pct"]) < 2.0 and abs(by_size[4096]["formula_err_pct"]) < 1.0
+    params = cal.sim_params()
+    assert params.memory.base_used_memory == cal.base_used_memory and params.clients.n_clients == 1

@@ -1,0 +1,93 @@
+"""``cachetuner stack up/down``: real processes, readiness, and nothing left behind (also after SIGKILL)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from conftest import assert_all_gone, pid_alive
+
+from cachetuner.live.stack import STATE_FILE, load_state
+
+CLI = [sys.executable, "-m", "cachetuner.cli.main"]
+
+
+def _cli(args: list[str], env: dict[str, str], timeout: float = 120.0) -> subprocess.CompletedProcess:
+    return subprocess.run(CLI + args, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+
+
+def test_stack_up_down_json(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    d = tmp_path / "s"
+    up = _cli(["stack", "up", "--dir", str(d), "--json"], cli_env)
+    assert up.returncode == 0, up.stderr
+    info = json.loads(up.stdout)  # exactly one JSON object on stdout
+    pids = info["pids"]
+    try:
+        assert set(pids) == {"redis", "exporter", "prometheus"}
+        assert all(pid_alive(p) for p in pids.values())
+        assert info["redis"].startswith("redis://127.0.0.1:")
+        # Prometheus already holds a redis_up sample (readiness includes the first scrape).
+        q = info["prometheus"] + "/api/v1/query?query=redis_up"
+        body = json.loads(urllib.request.urlopen(q, timeout=5).read())
+        assert body["data"]["result"][0]["value"][1] == "1"
+        exporter = urllib.request.urlopen(info["exporter"], timeout=5).read().decode()
+        assert 'redis_config_key_value{key="maxmemory-policy",value="allkeys-lru"} 1' in exporter
+        # A second `up` in the same folder refuses instead of orphaning the first stack.
+        again = _cli(["stack", "up", "--dir", str(d)], cli_env)
+        assert again.returncode == 2 and "already running" in again.stderr
+    finally:
+        down = _cli(["stack", "down", "--dir", str(d), "--json"], cli_env)
+    assert down.returncode == 0, down.stderr
+    assert sorted(json.loads(down.stdout)["stopped"]) == ["exporter", "prometheus", "redis"]
+    assert_all_gone(pids)
+    assert not (d / STATE_FILE).exists()
+
+
+def test_stack_down_after_sigkill_of_the_starter(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    d = tmp_path / "k"
+    proc = subprocess.Popen(CLI + ["stack", "up", "--dir", str(d)], env=cli_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    seen: dict[str, int] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            st = load_state(d)
+            if st is not None and "exporter" in st.pids:
+                seen = dict(st.pids)
+                break
+            time.sleep(0.05)
+        assert "redis" in seen, "stack up never recorded its processes"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    time.sleep(0.5)
+    st = load_state(d)
+    assert st is not None
+    seen.update(st.pids)
+    assert pid_alive(seen["redis"]), "the stack should outlive its starter (own session)"
+    down = _cli(["stack", "down", "--dir", str(d)], cli_env)
+    assert down.returncode == 0, down.stderr
+    assert_all_gone(seen)
+
+
+def test_stack_down_skips_a_recycled_pid(tmp_path: Path) -> None:
+    """A stack.json whose PID now belongs to another program must not get that program killed."""
+    sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        (tmp_path / STATE_FILE).write_text(json.dumps({
+            "dir": str(tmp_path), "pids": {"redis": sleeper.pid},
+            "cmdlines": {"redis": ["/usr/bin/redis-server", "x.conf", "--port", "1"]},
+        }))  # fmt: skip
+        from cachetuner.live.stack import stop_stack
+
+        assert stop_stack(tmp_path) == []
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
