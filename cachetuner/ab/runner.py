@@ -18,7 +18,7 @@ from cachetuner.ab.arms import build_tuner, ensure_model, model_env_config
 from cachetuner.ab.config import ABConfig, ArmConfig, resolve_env_config
 from cachetuner.ab.result import ABResult, ArmSeries, record_of
 from cachetuner.ab.stats import compare
-from cachetuner.errors import BackendError
+from cachetuner.errors import BackendError, ConfigError
 
 #: Called after every interval with (intervals done, horizon).
 StepFn = Callable[[int, int], None]
@@ -83,8 +83,9 @@ def run_ab(
         block_len=cfg.stats.block_len,
         seed=cfg.stats.seed,
     )
+    live = cfg.mode == "shadow" and cfg.shadow.control_backend == "live"
     meta.update(
-        workload=[w.model_dump(mode="json") for w in env_cfg.workloads],
+        workload="live traffic" if live else [w.model_dump(mode="json") for w in env_cfg.workloads],
         interval_s=env_cfg.interval_s,
         seed=cfg.seed,
     )
@@ -155,11 +156,16 @@ def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> 
         inner: Any = SimBackend(env_for_arm(env_cfg, cfg.control))
         options: dict[str, Any] | None = _reset_options(cfg)
     else:
-        from cachetuner.live import LiveRedisBackend  # type: ignore[attr-defined]
+        from cachetuner.live.backend import LiveRedisBackend
 
         opts = dict(sh.backend_options)
         opts.setdefault("interval_s", sh.interval_s or env_cfg.interval_s)
-        inner = LiveRedisBackend(**opts)
+        if isinstance(opts.get("bounds"), list):
+            opts["bounds"] = tuple(opts["bounds"])
+        try:
+            inner = LiveRedisBackend(**opts)
+        except TypeError as e:
+            raise ConfigError(f"shadow.backend_options: {e}") from None
         options = None
     tee = TeeBackend(inner)
     shadow = ShadowBackend(tee, rate=sh.sample_rate, min_keys=sh.min_keys, modulus=sh.modulus,

@@ -155,7 +155,7 @@ class ShadowEstimator:
     def update(self, sample: RequestSample, interval_s: float) -> tuple[MetricsSnapshot, MetricsSnapshot]:
         """Feed one interval's (sampled) requests; return the mirror's and the treatment mini's snapshots."""
         keys = np.asarray(sample.keys, dtype=np.int64)
-        if sample.rate < 1.0 and sample.rate < self.rate - 1e-12:
+        if len(keys) and sample.rate < 1.0 and sample.rate < self.rate - 1e-12:
             # Already sampled more coarsely upstream (live stream) by the same hash: take it as is.
             self.rate = float(sample.rate)
             self._build(self._capacity)
@@ -200,7 +200,8 @@ class ShadowEstimator:
             used = min(used, cfg.maxmemory)
 
         def shifted(c: float, t: float, m: float) -> float:
-            return max(0.0, float(c) + float(t) - float(m))
+            # never below what the treatment mini itself measured (or the control, if lower)
+            return max(float(c) + float(t) - float(m), min(float(t), float(c)), 0.0)
 
         misses_delta = misses - control.misses
         return MetricsSnapshot(

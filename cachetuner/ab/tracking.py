@@ -14,6 +14,7 @@ Filter all A/B experiments of one model in the MLflow UI with
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -161,8 +162,6 @@ def store_root(uri: str | None) -> Path | None:
 
 def resolve_uri(tracking_uri: str | None = None) -> str:
     """``tracking_uri``, else ``MLFLOW_TRACKING_URI``, else the local sqlite default (as setup_tracking)."""
-    import os
-
     from cachetuner.tracking import default_tracking_uri
 
     return tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
@@ -183,6 +182,7 @@ def read_report(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str,
     tags = dict(run.data.tags)
     if tags.get(KIND_TAG) != "ab":
         raise ConfigError(f"run {run_id}: not an A/B parent run (tag {KIND_TAG}={tags.get(KIND_TAG)!r})")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # stderr stays one line on errors
     with tempfile.TemporaryDirectory() as d:
         path = client.download_artifacts(run_id, REPORT_ARTIFACT, d)
         report = json.loads(Path(path).read_text())

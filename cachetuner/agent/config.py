@@ -82,6 +82,9 @@ class TrainConfig(BaseModel):
     early_stop: EarlyStopSettings = Field(default_factory=EarlyStopSettings)
     checkpoint_freq: int = Field(0, ge=0, description="total env steps between checkpoints; 0 = none")
     output_dir: Path = Field(Path("runs"), description="models go to OUTPUT_DIR/RUN_NAME/")
+    price_features: bool = Field(
+        True, description="append the memory cost per get to observations (cachetuner.agent.features)"
+    )
     baselines: BaselinesConfig = Field(default_factory=BaselinesConfig)
 
     @classmethod

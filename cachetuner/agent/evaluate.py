@@ -46,6 +46,7 @@ class IntervalRecord:
     p95_latency_ms: float
     cost: dict[str, float]
     slo_violation: bool  # p95 above the env's ``slo_p95_ms``
+    reward: float = 0.0
 
 
 @dataclass
@@ -75,7 +76,7 @@ class EvalReport:
         return {k: [asdict(x) for x in r.records] for k, r in self.results.items()}
 
 
-def _record(i: int, info: dict[str, Any], slo_p95_ms: float) -> IntervalRecord:
+def _record(i: int, info: dict[str, Any], slo_p95_ms: float, reward: float) -> IntervalRecord:
     snap = info["snapshot"]
     cfg = info["config"]
     cost = {k: float(v) for k, v in info["cost"].items()}
@@ -93,6 +94,7 @@ def _record(i: int, info: dict[str, Any], slo_p95_ms: float) -> IntervalRecord:
         p95_latency_ms=float(snap.latency_p95_ms),
         cost=cost,
         slo_violation=bool(snap.latency_p95_ms > slo_p95_ms),
+        reward=float(reward),
     )
 
 
@@ -139,8 +141,8 @@ def run_episode(
     done = False
     while not done:
         cfg = tuner.decide(obs, info)
-        obs, _reward, terminated, truncated, info = base.step_config(cfg)
-        records.append(_record(len(records), info, base.cfg.slo_p95_ms))
+        obs, reward, terminated, truncated, info = base.step_config(cfg)
+        records.append(_record(len(records), info, base.cfg.slo_p95_ms, reward))
         if on_interval is not None:
             on_interval(len(records))
         done = bool(terminated or truncated)

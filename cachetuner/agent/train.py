@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import yaml
 from rich.console import Console
 
@@ -52,12 +53,16 @@ class PinnedResets(gym.Wrapper):
         return self.env.reset(seed=seed, options={"workload": w, "start": "begin", **(options or {})})
 
 
-def make_env(env_cfg: EnvConfig, pinned: bool = False) -> gym.Env:
+def make_env(env_cfg: EnvConfig, pinned: bool = False, price_features: bool = True) -> gym.Env:
     """Env factory (module level so that SubprocVecEnv can pickle it); sets one torch thread per process."""
     from stable_baselines3.common.monitor import Monitor
 
+    from cachetuner.agent.features import PriceFeatures
+
     one_thread()
     env: gym.Env = CacheTuningEnv(env_cfg)
+    if price_features:
+        env = PriceFeatures(env)
     if pinned:
         env = PinnedResets(env, len(env_cfg.workloads))
     return Monitor(env)
@@ -149,10 +154,10 @@ def train(
     console = console or Console(stderr=True)
     vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
     train_env = make_vec_env(
-        functools.partial(make_env, cfg.env), n_envs=cfg.n_envs, seed=cfg.seed, vec_env_cls=vec_cls
+        functools.partial(make_env, cfg.env, False, cfg.price_features), n_envs=cfg.n_envs, seed=cfg.seed, vec_env_cls=vec_cls
     )
     eval_cfg = cfg.eval_env_config()
-    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True)])
+    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features)])
     label = env_label(eval_env.envs[0])
     name = make_run_name(label, cfg.experiment, cfg.seed)
     out_dir = Path(cfg.output_dir) / name
@@ -169,6 +174,7 @@ def train(
             if config_path is not None:
                 mlflow.log_artifact(str(config_path), artifact_path="config")
 
+            _log_reference_rewards(eval_cfg, cfg)
             model = build_model(cfg, train_env)
             model.set_logger(Logger(folder=None, output_formats=[MLflowOutputFormat()]))
             callbacks: list[Any] = [RolloutMetricsCallback(), RichProgressCallback(cfg.total_timesteps, console)]
@@ -196,7 +202,8 @@ def train(
             t0 = time.perf_counter()
             model.learn(total_timesteps=cfg.total_timesteps, callback=CallbackList(callbacks))
             wall = time.perf_counter() - t0
-            stopped_early = model.num_timesteps < cfg.total_timesteps
+            trained_steps = int(model.num_timesteps)
+            stopped_early = trained_steps < cfg.total_timesteps
 
             model_path = out_dir / "model.zip"
             best = out_dir / "best_model.zip"
@@ -208,13 +215,35 @@ def train(
             mlflow.log_artifact(str(model_path), artifact_path="model")
             mlflow.set_tag("model_path", str(model_path.resolve()))
             mlflow.log_metrics(
-                {"train.wall_seconds": wall, "train.timesteps": model.num_timesteps, "train.stopped_early": stopped_early}
+                {
+                    "train.wall_seconds": wall,
+                    "train.timesteps": trained_steps,
+                    "train.saved_model_timesteps": int(model.num_timesteps),
+                    "train.stopped_early": stopped_early,
+                }
             )
             final_eval = _log_final_episode(model_path, eval_cfg, cfg, label)
-            return TrainResult(run.info.run_id, model_path.resolve(), name, model.num_timesteps, stopped_early, final_eval)
+            return TrainResult(run.info.run_id, model_path.resolve(), name, trained_steps, stopped_early, final_eval)
     finally:
         train_env.close()
         eval_env.close()
+
+
+def _log_reference_rewards(eval_cfg: EnvConfig, cfg: TrainConfig) -> None:
+    """``eval.reference.<tuner>``: what static-default and hill-climb score on the evaluation episodes, on
+    the same scale as SB3's ``eval/mean_reward`` (episode reward summed, averaged over the workloads),
+    so that a learning curve can be read against them."""
+    import mlflow
+
+    from cachetuner.agent.evaluate import evaluate_tuners
+    from cachetuner.baselines import build_tuners
+
+    for name in ("static-default", "hill-climb"):
+        totals = []
+        for w in range(len(eval_cfg.workloads)):
+            rep = evaluate_tuners(eval_cfg, build_tuners([name], cfg.baselines, seed=cfg.seed), seed=cfg.seed, workload=w)
+            totals.append(sum(r.reward for r in rep.results[name].records))
+        mlflow.log_metric(f"eval.reference.{name}", float(np.mean(totals)), step=0)
 
 
 def _log_final_episode(model_path: Path, eval_cfg: EnvConfig, cfg: TrainConfig, label: str) -> dict[str, float]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cachetuner.baselines.base import register_tuner
 from cachetuner.baselines.settings import BaselinesConfig
 from cachetuner.config import RedisConfig
@@ -40,16 +42,26 @@ class PPOTuner:
             raise ConfigError(f"{path}: not a stable-baselines3 PPO model ({type(e).__name__}: {e})") from None
         self.path = path
         self.env: Any = None
+        self.extend = False
 
     def reset(self, env: Any) -> None:
-        if env.action_space != self.model.action_space or env.observation_space.shape != self.model.observation_space.shape:
+        from cachetuner.agent.features import PRICE_FEATURES
+
+        want = self.model.observation_space.shape
+        have = env.observation_space.shape
+        # Models trained with price features (cachetuner.agent.features) get them appended here from info.
+        self.extend = want[0] == have[0] + len(PRICE_FEATURES)
+        if env.action_space != self.model.action_space or not (want == have or self.extend):
             raise ConfigError(
                 f"{self.path}: model was trained with action space {self.model.action_space} and observation shape "
-                f"{self.model.observation_space.shape}, env has {env.action_space} and {env.observation_space.shape}; "
-                "evaluate with the model's train_config.yaml (--config)"
+                f"{want}, env has {env.action_space} and {have}; evaluate with the model's train_config.yaml (--config)"
             )
         self.env = env
 
     def decide(self, obs: Any, info: dict[str, Any]) -> RedisConfig:
+        if self.extend:
+            from cachetuner.agent.features import price_features
+
+            obs = np.concatenate([np.asarray(obs, np.float32), price_features(info, self.env)])
         action, _ = self.model.predict(obs, deterministic=True)
         return self.env.unwrapped.decode_action(action)

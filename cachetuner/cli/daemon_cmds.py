@@ -56,6 +56,7 @@ def chaos_cmd(
     duration_per_fault: float = typer.Option(6.0, "--duration-per-fault", min=2.0, help="seconds each fault lasts"),
     interval_s: float = typer.Option(1.0, "--interval", min=1.0, help="daemon interval (s)"),
     workdir: Path | None = typer.Option(None, "--workdir", help="keep stack, audit log and logs here (default: temp)"),
+    tracking: bool = typer.Option(True, "--tracking/--no-tracking", help="log the daemon sessions to MLflow (in the workdir)"),
 ) -> None:
     """Run the daemon as a subprocess against a local stack and inject faults one after another."""
     from cachetuner.daemon.chaos import FAULT_NAMES, run_chaos
@@ -66,7 +67,9 @@ def chaos_cmd(
     bad = [n for n in names if n not in FAULT_NAMES]
     if bad:
         raise ConfigError(f"--faults: unknown fault(s) {bad}; valid faults: {', '.join(FAULT_NAMES)}")
-    report = run_chaos(names, duration_per_fault=duration_per_fault, interval_s=interval_s, workdir=workdir, console=console)
+    report = run_chaos(
+        names, duration_per_fault=duration_per_fault, interval_s=interval_s, workdir=workdir, console=console, tracking=tracking
+    )
     if json_out:
         emit_json(report)
         return

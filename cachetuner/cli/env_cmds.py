@@ -115,7 +115,7 @@ def env_sweep(
     Shows where the cost-optimal size lies with the configured prices; an optimum at either end of the
     range means the trade-off is trivial for that workload.
     """
-    from cachetuner.env import CacheTuningEnv
+    from cachetuner.env import CacheTuningEnv, SimBackend
     from cachetuner.errors import ConfigError
 
     cfg = _load_cfg(config, section)
@@ -127,14 +127,14 @@ def env_sweep(
                                           "min_bytes": None, "max_bytes": None})  # fmt: skip
     cfg = cfg.model_copy(update={"bounds": wide})
     env = CacheTuningEnv(cfg)
+    backend = env.backend
+    assert isinstance(backend, SimBackend)
     rows = []
     for w in range(len(cfg.workloads)):
         per = []
         for f in fr:
             env.reset(seed=0, options={"workload": w, "start": "begin"})
-            target = env.backend.config.evolve(
-                maxmemory=int(f * env.backend.working_set), maxmemory_policy=policy
-            )
+            target = env.backend.config.evolve(maxmemory=int(f * backend.working_set), maxmemory_policy=policy)
             tot: dict[str, float] = {"memory": 0.0, "miss": 0.0, "slo": 0.0, "switch": 0.0, "total": 0.0}
             gets = hits = 0
             rewards = []
@@ -152,16 +152,16 @@ def env_sweep(
                         "mean_reward": round(float(np.mean(rewards)), 4)})  # fmt: skip
             console.log(f"{env.workload_name} x{f}: {per[-1]}")
         best = min(per, key=lambda p: p["cost_per_get"])
-        rows.append({"workload": env.workload_name, "working_set": env.backend.working_set, "sizes": per,
+        rows.append({"workload": env.workload_name, "working_set": backend.working_set, "sizes": per,
                      "best_fraction": best["fraction"],
                      "interior": best["fraction"] not in (min(fr), max(fr))})  # fmt: skip
     env.close()
-    report = {"policy": policy, "reward": cfg.reward.model_dump(), "workloads": rows}
+    report: dict[str, Any] = {"policy": policy, "reward": cfg.reward.model_dump(), "workloads": rows}
     if json_out:
         emit_json(report)
     else:
-        for r in rows:
-            out.print(f"{r['workload']}: best fraction {r['best_fraction']} (interior: {r['interior']})")
+        for row in rows:
+            out.print(f"{row['workload']}: best fraction {row['best_fraction']} (interior: {row['interior']})")
 
 
 @env_app.command("info")

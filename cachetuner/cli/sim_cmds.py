@@ -29,6 +29,7 @@ from cachetuner.sim.params import ClientParams, L2Params, MemoryParams
 from cachetuner.sim.policies import POLICIES, get_policy
 from cachetuner.sim.reference import libcachesim_lru
 from cachetuner.sim.sizing import parse_size
+from cachetuner.traces import read_trace
 from cachetuner.traces.trace import Trace
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
@@ -160,7 +161,11 @@ def bench_sim(
     if trace is None:
         trace, default_fmt = _default_bench_trace()
         format = format or default_fmt
-    tr = load_trace_from_options(trace, format or "auto", size_model, rate, seed, limit or BENCH_REQUESTS, None)
+    if trace.startswith("synthetic:"):
+        n = limit or BENCH_REQUESTS
+        tr = read_trace(trace, size_model=size_model, rate=rate, seed=seed, limit=n, params={"n_requests": n})
+    else:
+        tr = load_trace_from_options(trace, format or "auto", size_model, rate, seed, limit or BENCH_REQUESTS, None)
     params = SimParams.exact()
     mm = parse_size(maxmemory, tr, params, what="--maxmemory")
     console.print(f"bench sim: {tr.name}, {len(tr):,} requests, maxmemory {mm:,} B (compiling / warming up)")

@@ -10,6 +10,15 @@ from typing import Annotated, Any
 import typer
 
 from cachetuner.cli.app import app, console, emit_json, out
+from cachetuner.cli.trace_options import (
+    FormatOpt,
+    LimitOpt,
+    ParamsOpt,
+    RateOpt,
+    SeedOpt,
+    SizeModelOpt,
+    load_params_file,
+)
 
 _JSON = typer.Option("--json", help="print exactly one JSON object on stdout")
 _URI = typer.Option("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
@@ -75,16 +84,23 @@ def _resolve_configs(model: Path | None, config: Path | None) -> tuple[Any, Path
 @app.command("evaluate")
 def evaluate_cmd(
     model: Annotated[Path | None, typer.Option("--model", help="model.zip from cachetuner train")] = None,
-    trace: Annotated[str | None, typer.Option("--trace", help="trace path or synthetic:NAME; default: the config's evaluation workload")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="trace format (see cachetuner trace formats)")] = "auto",
-    size_model: Annotated[str | None, typer.Option("--size-model", help="size model for traces without sizes")] = None,
-    rate: Annotated[float | None, typer.Option("--rate", help="requests/s for traces without timestamps")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="read at most N requests")] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="experiment YAML (env + baselines); default: the model's train_config.yaml")] = None,
+    trace: Annotated[
+        str | None,
+        typer.Option("--trace", help="trace file, synthetic:NAME or a workload .yaml; default: the config's evaluation workload"),
+    ] = None,
+    fmt: FormatOpt = "auto",
+    size_model: SizeModelOpt = None,
+    rate: RateOpt = None,
+    seed: SeedOpt = 0,
+    limit: LimitOpt = None,
+    params: ParamsOpt = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="experiment YAML (env + baselines); default: the model's train_config.yaml"),
+    ] = None,
     tuners: Annotated[str | None, typer.Option("--tuners", help="comma-separated tuner names (default: all)")] = None,
     workload: Annotated[int, typer.Option("--workload", min=0, help="workload index when --trace is not given")] = 0,
     intervals: Annotated[int | None, typer.Option("--intervals", min=1, help="episode length; default: the whole trace")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
 ) -> None:
@@ -103,7 +119,10 @@ def evaluate_cmd(
     cfg, cfg_source = _resolve_configs(model, config)
     env_cfg = cfg.eval_env_config()
     if trace is not None:
-        spec = WorkloadSpec(trace=trace, format=fmt, size_model=size_model, rate=rate, limit=limit, seed=seed)
+        spec = WorkloadSpec(
+            trace=trace, format=fmt, size_model=size_model, rate=rate, limit=limit, seed=seed,
+            params=load_params_file(params) or {},
+        )
         env_cfg = env_cfg.model_copy(update={"workloads": [spec]})
         workload = 0
     elif workload >= len(env_cfg.workloads):

@@ -193,14 +193,18 @@ def _http_json(url: str, timeout: float = 2.0) -> dict[str, Any] | None:
 class ChaosRun:
     """Owns the stack, the helper threads and the daemon subprocess for one ``cachetuner chaos`` run."""
 
-    def __init__(self, workdir: Path, interval_s: float, duration_per_fault: float, log: Callable[[str], None]) -> None:
+    def __init__(
+        self, workdir: Path, interval_s: float, duration_per_fault: float, log: Callable[[str], None], tracking: bool = True
+    ) -> None:
         self.workdir = workdir
+        self.tracking = tracking
         self.interval_s = interval_s
         self.duration = duration_per_fault
         self.settle = max(3.0 * interval_s, 3.0)
         self.log = log
         self.password = os.urandom(12).hex()
         self.daemon: subprocess.Popen[bytes] | None = None
+        self._audit_mark = 0
         self.daemon_exit_codes: list[int] = []
         self.stack: Any = None
         self.admin: redis.Redis | None = None
@@ -238,7 +242,7 @@ class ChaosRun:
                 "params": {"policies": ["allkeys-lru", "allkeys-lfu", "volatile-lru", "allkeys-random"], "timeouts": [0, 300, 1]},
             },
             "http": {"host": "127.0.0.1", "port": 0},
-            "tracking": {"enabled": True, "tracking_uri": f"sqlite:///{self.workdir / 'mlflow.db'}"},
+            "tracking": {"enabled": self.tracking, "tracking_uri": f"sqlite:///{self.workdir / 'mlflow.db'}"},
             "backoff": {"initial_s": 1.0, "max_s": 4.0},
             "hotness": {"enabled": False},
             "targets": [
@@ -258,6 +262,7 @@ class ChaosRun:
         }
 
     def start_daemon(self) -> None:
+        self._audit_mark = len(read_audit(self.workdir / "daemon" / "audit.jsonl"))
         env = {**os.environ, "CACHETUNER_REDIS_PASSWORD": self.password, "PYTHONUNBUFFERED": "1"}
         logf = open(self.workdir / "daemon.log", "ab")  # noqa: SIM115 (the child keeps it)
         self.daemon = subprocess.Popen(
@@ -272,13 +277,14 @@ class ChaosRun:
         logf.close()
 
     def wait_daemon_ready(self, timeout_s: float = 90.0) -> bool:
-        """Until the daemon has written its first decision after its latest start event."""
+        """Until the daemon just started has written its start event and a first decision."""
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             if self.daemon is not None and self.daemon.poll() is not None:
                 return False
-            recs = read_audit(self.workdir / "daemon" / "audit.jsonl")
-            starts = [i for i, r in enumerate(recs) if r.get("event") == "start"]
+            pid = self.daemon.pid if self.daemon is not None else None
+            recs = read_audit(self.workdir / "daemon" / "audit.jsonl")[self._audit_mark :]
+            starts = [i for i, r in enumerate(recs) if r.get("event") == "start" and r.get("pid") == pid]
             if starts and any(r.get("phase") in ("decision", "intent") for r in recs[starts[-1] :]):
                 return True
             time.sleep(0.2)
@@ -392,8 +398,45 @@ class ChaosRun:
             self._signal("exporter", signal.SIGCONT)
 
     def _fault_triton_down(self, w: FaultWindow) -> None:
-        w.notes.append("daemon runs without hotness features here: no Triton path to break (see docs/daemon.md)")
-        time.sleep(self.duration)
+        """Swap to a daemon whose policy (hill-climb) uses hotness features served by a Triton that is
+        not there; the in-process fallback must answer every interval. The fallback model has untrained
+        weights unless CACHETUNER_HOTNESS_MODEL names a trained model.pt: only the path is under test."""
+        from cachetuner.live.stack import free_port
+
+        model = os.environ.get("CACHETUNER_HOTNESS_MODEL") or str(write_untrained_hotness_model(self.workdir / "hotness"))
+        cfg = self.daemon_config()
+        cfg["policy"] = {"name": "hill-climb"}
+        cfg["hotness"] = {
+            "enabled": True,
+            "model_path": model,
+            "triton_url": f"127.0.0.1:{free_port()}",  # nothing listens there
+            "timeout_s": 0.3,
+            "retry_after_s": 2.0,
+            "options": {"max_keys": 256},
+        }
+        alt = self.workdir / "daemon-hotness.yaml"
+        alt.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        code = self.stop_daemon(signal.SIGTERM)
+        w.checks["swap_exit_0"] = code == 0
+        main_cfg, self.config_path = self.config_path, alt
+        try:
+            self.start_daemon()
+            w.checks["hotness_daemon_started"] = self.wait_daemon_ready()
+            time.sleep(self.duration)
+            recs = read_audit(self.workdir / "daemon" / "audit.jsonl")
+            used = [
+                (r.get("policy_info") or {}).get("hotness", {}).get("backend")
+                for r in recs
+                if float(r.get("t", 0)) >= w.fault_start and r.get("policy_info")
+            ]
+            w.checks["fallback_answered"] = bool(used) and all(b == "in_process" for b in used)
+            w.notes.append(f"{len(used)} decisions with hotness features, backends {sorted(set(map(str, used)))}")
+            w.checks["swap_back_exit_0"] = self.stop_daemon(signal.SIGTERM) == 0
+        finally:
+            self.config_path = main_cfg
+            if self.daemon is None:
+                self.start_daemon()
+                w.checks["main_daemon_restarted"] = self.wait_daemon_ready()
 
     def _fault_config_refused(self, w: FaultWindow) -> None:
         self.acl(False)
@@ -439,6 +482,20 @@ class ChaosRun:
         recs = read_audit(self.workdir / "daemon" / "audit.jsonl")
         w.checks["stop_event"] = bool(recs) and recs[-1].get("event") == "stop"
         w.notes.append(f"exit code {code}")
+
+
+def write_untrained_hotness_model(out_dir: Path) -> Path:
+    """A small TorchScript HotnessLSTM with random weights (fallback-path tests only)."""
+    path = out_dir / "model.pt"
+    if path.is_file():
+        return path
+    import torch
+
+    from cachetuner.hotness_model.model import HotnessLSTM, LSTMConfig
+    from cachetuner.hotness_model.train import save_model
+
+    torch.manual_seed(0)
+    return save_model(HotnessLSTM(LSTMConfig(seq_len=8, hidden=8, layers=1)), out_dir, {"note": "untrained, chaos only"})
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -500,7 +557,9 @@ def evaluate_window(
     checks = dict(w.checks)
     if w.name != "sigterm":
         checks["fresh_decision_after_fault"] = bool(fresh_after)
-    actions = [r.get("action") for r in in_w if r.get("phase") in ("decision", "intent") and float(r["t"]) >= w.fault_start and float(r["t"]) < w.fault_end]
+    # fault effects reach the audit log with the metrics pipeline's lag (scrape + settle): judge
+    # fault-specific reactions from the fault's start to the end of the window
+    actions = [r.get("action") for r in in_w if r.get("phase") in ("decision", "intent") and float(r["t"]) >= w.fault_start]
     events = [r.get("event") for r in in_w if r.get("phase") == "event"]
     if w.name == "redis_restart":
         checks["restart_detected"] = "redis_restart_detected" in events
@@ -540,6 +599,7 @@ def run_chaos(
     interval_s: float = 1.0,
     workdir: Path | None = None,
     console: Any = None,
+    tracking: bool = True,
 ) -> dict[str, Any]:
     """Run every fault of ``faults`` (in :data:`FAULT_NAMES` order) and return the report."""
     order = [f for f in FAULT_NAMES if f in faults]
@@ -554,7 +614,7 @@ def run_chaos(
         if console is not None:
             console.print(f"[dim]chaos[/] {msg}")
 
-    run = ChaosRun(workdir, interval_s, duration_per_fault, log)
+    run = ChaosRun(workdir, interval_s, duration_per_fault, log, tracking)
     t0 = time.time()
     windows: list[FaultWindow] = []
     try:

@@ -66,6 +66,9 @@ class RollbackConfig(BaseModel):
     window_intervals: int = Field(
         2, ge=1, description="a breach within this many fresh intervals after a change triggers the rollback"
     )
+    known_good_after: int = Field(
+        2, ge=1, description="consecutive SLO-passing fresh intervals before a config becomes the known-good one"
+    )
 
 
 class TargetConfig(BaseModel):
@@ -114,12 +117,25 @@ class PolicyConfig(BaseModel):
 
 
 class HotnessConfig(BaseModel):
-    """Optional hotness features (Triton with in-process fallback) appended to the policy observation."""
+    """Hotness features (predicted hot-set bytes and churn) appended to an env policy's observation,
+    for PPO models trained with them. Triton first; on any failure the in-process model answers and a
+    circuit breaker keeps Triton out of the loop for ``retry_after_s`` (``FallbackPredictor``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = False
-    options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the hotness feature wrapper")
+    model_path: str | None = Field(None, description="TorchScript model.pt (the in-process fallback, same weights)")
+    triton_url: str | None = Field(None, description="host:port of Triton; None = in-process only")
+    protocol: Literal["grpc", "http"] = "grpc"
+    timeout_s: float = Field(0.5, gt=0, description="per Triton request; keep well below interval_s")
+    retry_after_s: float = Field(30.0, gt=0)
+    options: dict[str, Any] = Field(default_factory=dict, description="HotnessFeatures kwargs (max_keys, top_k_share, max_ratio)")
+
+    @model_validator(mode="after")
+    def _check(self) -> HotnessConfig:
+        if self.enabled and not self.model_path:
+            raise ValueError("hotness.enabled needs model_path (the in-process fallback model)")
+        return self
 
 
 class HttpConfig(BaseModel):

@@ -23,7 +23,7 @@ from typing import Any
 
 from cachetuner.backend import ApplyResult, CacheBackend, RequestSample
 from cachetuner.config import RedisConfig
-from cachetuner.daemon.config import DaemonConfig, TargetConfig
+from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.errors import ConfigError
 from cachetuner.metrics import MetricsSnapshot
 
@@ -77,14 +77,27 @@ class MirrorBackend:
         pass
 
 
-def resolve_model(uri: str, cache_dir: Path) -> Path:
+def _use_tracking(tracking_uri: str | None) -> None:
+    """Point MLflow where ``setup_tracking`` would (config, then MLFLOW_TRACKING_URI, then ./mlflow.db)."""
+    import os
+
+    import mlflow
+
+    from cachetuner.tracking import default_tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri())
+
+
+def resolve_model(uri: str, cache_dir: Path, tracking_uri: str | None = None) -> Path:
     """A local ``.zip`` for a path or an MLflow URI (``runs:/<id>/model``, ``models:/<name>/<version>``)."""
-    if "://" not in uri and not uri.startswith(("runs:/", "models:/")):
+    if not uri.startswith(("runs:/", "models:/")) and "://" not in uri:
         p = Path(uri)
         if not p.is_file():
             raise ConfigError(f"policy.model: {p} not found (a model.zip written by cachetuner train, or runs:/<id>/model)")
         return p
     import mlflow
+
+    _use_tracking(tracking_uri)
 
     dst = cache_dir / "models" / uri.replace(":/", "_").replace("/", "_")
     dst.mkdir(parents=True, exist_ok=True)
@@ -108,6 +121,8 @@ def _find_train_config(cfg: DaemonConfig, model_uri: str | None, model_path: Pat
     if model_uri and model_uri.startswith("runs:/"):
         run_id = model_uri.split("/")[1]
         import mlflow
+
+        _use_tracking(cfg.tracking.tracking_uri)
 
         try:
             return Path(
@@ -142,6 +157,7 @@ class EnvPolicy:
         backend: Callable[[], CacheBackend | None],
         seed: int,
         interval_s: float,
+        hotness: HotnessConfig | None = None,
     ) -> None:
         from cachetuner.env import CacheTuningEnv
 
@@ -150,8 +166,15 @@ class EnvPolicy:
         env_cfg = env_cfg.model_copy(update={"warmup_intervals": 0, "episode_intervals": None})
         self.mirror = MirrorBackend(backend, (target.bounds.maxmemory_min, target.bounds.maxmemory_max), interval_s)
         self.env = CacheTuningEnv(env_cfg, backend=self.mirror)  # type: ignore[arg-type]
+        self.hot: Any = None
+        if hotness is not None and hotness.enabled:
+            from cachetuner.hotness_model.features import HotnessFeatures
+
+            self.hot = HotnessFeatures(self.env, make_hotness_predictor(hotness), **hotness.options)
         self.seed = seed
         self._started = False
+        #: extra figures of the last decision for the audit log (hotness features and which backend served them)
+        self.last_info: dict[str, Any] = {}
 
     @classmethod
     def for_tuner(cls, cfg: DaemonConfig, target: TargetConfig, backend: Callable[[], CacheBackend | None]) -> EnvPolicy:
@@ -163,7 +186,7 @@ class EnvPolicy:
         params = dict(cfg.policy.params)
         settings = BaselinesConfig.model_validate(params.pop("settings", {}))
         tuner = make_tuner(name, settings=settings, seed=cfg.policy.seed, **params)
-        return cls(name, tuner, load_env_config(cfg), target, backend, cfg.policy.seed, cfg.interval_s)
+        return cls(name, tuner, load_env_config(cfg), target, backend, cfg.policy.seed, cfg.interval_s, cfg.hotness)
 
     @classmethod
     def for_ppo(cls, cfg: DaemonConfig, target: TargetConfig, backend: Callable[[], CacheBackend | None]) -> EnvPolicy:
@@ -171,18 +194,40 @@ class EnvPolicy:
 
         if not cfg.policy.model:
             raise ConfigError("policy.model: ppo needs a model (a model.zip path or runs:/<id>/model)")
-        path = resolve_model(cfg.policy.model, Path(cfg.state_dir))
+        path = resolve_model(cfg.policy.model, Path(cfg.state_dir), cfg.tracking.tracking_uri)
         tuner = make_tuner("ppo", model_path=path, seed=cfg.policy.seed)
-        return cls("ppo", tuner, load_env_config(cfg, path), target, backend, cfg.policy.seed, cfg.interval_s)
+        return cls("ppo", tuner, load_env_config(cfg, path), target, backend, cfg.policy.seed, cfg.interval_s, cfg.hotness)
 
     def decide(self, obs: Any) -> RedisConfig:
         self.mirror.push(obs.snapshot, obs.current)
+        outer = self.hot if self.hot is not None else self.env
         if not self._started:
-            self.env.reset(seed=self.seed)
-            self.tuner.reset(self.env)
+            outer.reset(seed=self.seed)
+            self.tuner.reset(outer)
             self._started = True
         o, _r, _term, _trunc, info = self.env.step_config(obs.current)
+        if self.hot is not None:
+            # HotnessFeatures extends observations in step(); baselines and the daemon step by config,
+            # so the wrapper's extension is applied to the step_config result here.
+            o = self.hot._extend(o, info)
+            self.last_info = {"hotness": {**info.get("hotness", {}), "backend": self.hot.predictor.backend}}
         return self.tuner.decide(o, info)
 
     def close(self) -> None:
+        if self.hot is not None:
+            self.hot.predictor.close()
         self.env.close()
+
+
+def make_hotness_predictor(h: HotnessConfig) -> Any:
+    """Triton with the in-process fallback (or in-process only without ``triton_url``)."""
+    from cachetuner.serving.client import FallbackPredictor, InProcessPredictor, TritonPredictor
+
+    assert h.model_path is not None
+    if not Path(h.model_path).is_file():
+        raise ConfigError(f"hotness.model_path: {h.model_path} not found (a model.pt from cachetuner hotness train)")
+    local = InProcessPredictor(h.model_path, device="cpu")
+    if not h.triton_url:
+        return local
+    remote = TritonPredictor(h.triton_url, protocol=h.protocol, timeout_s=h.timeout_s, retries=0, seq_len=local.seq_len)
+    return FallbackPredictor(remote, local, retry_after_s=h.retry_after_s)

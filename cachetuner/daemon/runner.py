@@ -176,8 +176,15 @@ class TargetRunner:
         st.fresh_since_change += 1
         if slo.ok:
             st.good_streak += 1
-            if not bounds_violations(cur, self.target.bounds) and st.last_known_good != cur:
+            # the first interval after a change may straddle it: trust a config only after it passed
+            # the SLO for `known_good_after` consecutive fresh intervals
+            if (
+                st.good_streak >= self.target.rollback.known_good_after
+                and not bounds_violations(cur, self.target.bounds)
+                and st.last_known_good != cur
+            ):
                 st.last_known_good = cur
+                self._event("known_good", config=cur.model_dump(), good_streak=st.good_streak)
                 self._maybe_rewrite(cur)
         else:
             st.good_streak = 0
@@ -213,6 +220,9 @@ class TargetRunner:
                 log.exception("policy failed on target %s", self.name)
                 return rep
         base["proposal"] = _cfg(proposal)
+        extra = getattr(self.policy, "last_info", None) if not follower else None
+        if extra:
+            base["policy_info"] = extra
         if proposal == cur:
             rep.action = "hold"
             self._decision(base, "hold", reason="policy proposes the current config")
@@ -276,7 +286,6 @@ class TargetRunner:
         if self.status != "unreachable" or self.last_error != err:
             self._event("unreachable", error=err, retry_in_s=round(delay, 2))
         self.status, self.last_error = "unreachable", err
-        self._started = self._started and "Connection" not in err
         return rep
 
     def _record_base(self, snap: MetricsSnapshot | None, slo: SLOReport, cur: RedisConfig) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from cachetuner.config import REDIS_POLICIES, RedisConfig
@@ -49,7 +49,9 @@ class DaemonMetrics:
             self.policy.labels(target, p).set(1.0 if p == cfg.maxmemory_policy else 0.0)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The daemon's registry, then the process-wide one (process/GC metrics and the hotness
+        client's ``cachetuner_hotness_fallback_total`` / ``cachetuner_hotness_backend``)."""
+        return generate_latest(self.registry) + generate_latest(REGISTRY)
 
 
 class DaemonHTTPServer:

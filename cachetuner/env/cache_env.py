@@ -41,7 +41,7 @@ class CacheTuningEnv(gym.Env):
     Baselines may bypass actions with :meth:`step_config` (same bounds, same reward).
 
     ## Observation Space
-    ``Box(float32)`` of ``26 + n_whatif`` features, each clipped to its declared range:
+    ``Box(float32)`` of ``27 + n_whatif`` features (27 + 11 by default), each clipped to its range:
 
     | # | feature | scaling |
     |---|---|---|
@@ -50,15 +50,16 @@ class CacheTuningEnv(gym.Env):
     | 3 | rate volatility | std / mean of the last 5 interval rates, [0, 1] |
     | 4 | memory utilisation | used_memory / maxmemory, [0, 1.5] |
     | 5, 6 | evictions, expirations per request | [0, 1] |
-    | 7-9 | p50, p95, p99 latency | p / (p + SLO), [0, 1); 0.5 at the SLO |
-    | 10 | L2 hit ratio (share of L1 misses served by L2) | [0, 1] |
-    | 11 | connected clients | c / (c + 50) |
-    | 12 | rejected writes per request | [0, 1] |
-    | 13 | maxmemory | position between the bounds, [0, 1] |
-    | 14-21 | maxmemory-policy | one-hot over the 8 Redis policies |
-    | 22 | timeout | index among ``timeouts`` / (n - 1) |
-    | 23-25 | maxmemory-samples, lfu-log-factor, lfu-decay-time | log2(s)/6, f/255, min(t, 60)/60 |
-    | 26.. | what-if hit ratios | per (policy, size factor) of ``whatif``, then the mirror ``current@1.00`` |
+    | 7-9 | p50, p95, p99 latency | log(p / 0.1 ms) / log(20 s / 0.1 ms), [0, 1] |
+    | 10 | p95 against the SLO | p95 / (p95 + SLO), [0, 1); 0.5 at the SLO |
+    | 11 | L2 hit ratio (share of L1 misses served by L2) | [0, 1] |
+    | 12 | connected clients | c / (c + 50) |
+    | 13 | rejected writes per request | [0, 1] |
+    | 14 | maxmemory | position between the bounds, [0, 1] |
+    | 15-22 | maxmemory-policy | one-hot over the 8 Redis policies |
+    | 23 | timeout | index among ``timeouts`` / (n - 1) |
+    | 24-26 | maxmemory-samples, lfu-log-factor, lfu-decay-time | log2(s)/6, f/255, min(t, 60)/60 |
+    | 27.. | what-if hit ratios | per (policy, size factor) of ``whatif``, then the mirror ``current@1.00`` |
 
     What-if features come from persistent mini simulations on a ~1 % spatial key sample
     (:class:`~cachetuner.env.whatif.WhatIfEstimator`); they are absent when ``whatif.enabled`` is off.

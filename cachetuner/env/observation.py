@@ -16,7 +16,7 @@ from gymnasium import spaces
 
 from cachetuner.config import REDIS_POLICIES, RedisConfig
 from cachetuner.env.config import EnvConfig
-from cachetuner.metrics import MetricsSnapshot
+from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot
 
 #: (name, low, high) of the fixed part of the observation, in order.
 BASE_FEATURES: tuple[tuple[str, float, float], ...] = (
@@ -30,6 +30,7 @@ BASE_FEATURES: tuple[tuple[str, float, float], ...] = (
     ("latency_p50", 0.0, 1.0),
     ("latency_p95", 0.0, 1.0),
     ("latency_p99", 0.0, 1.0),
+    ("latency_p95_vs_slo", 0.0, 1.0),
     ("l2_hit_ratio", 0.0, 1.0),
     ("connected_clients", 0.0, 1.0),
     ("rejected_writes_per_request", 0.0, 1.0),
@@ -44,6 +45,19 @@ BASE_FEATURES: tuple[tuple[str, float, float], ...] = (
 
 def _f(x: float) -> float:
     return float(x) if math.isfinite(x) else 0.0
+
+
+#: Latency quantiles are placed on a log scale over the shared histogram's range (0.1 ms .. 20 s):
+#: hits (sub-millisecond) and model calls (seconds) differ by four orders of magnitude.
+_LAT_LO_MS = LATENCY_BUCKETS_S[0] * 1000.0
+_LAT_HI_MS = LATENCY_BUCKETS_S[-1] * 1000.0
+
+
+def _log_latency(p_ms: float) -> float:
+    p = _f(p_ms)
+    if p <= _LAT_LO_MS:
+        return 0.0
+    return min(math.log(p / _LAT_LO_MS) / math.log(_LAT_HI_MS / _LAT_LO_MS), 1.0)
 
 
 def _ratio(num: float, den: float) -> float:
@@ -96,7 +110,8 @@ class ObservationBuilder:
             _f(snap.memory_utilisation),
             snap.evictions / n,
             snap.expirations / n,
-            *(_f(p) / (_f(p) + slo) for p in (snap.latency_p50_ms, snap.latency_p95_ms, snap.latency_p99_ms)),
+            *(_log_latency(p) for p in (snap.latency_p50_ms, snap.latency_p95_ms, snap.latency_p99_ms)),
+            _f(snap.latency_p95_ms) / (_f(snap.latency_p95_ms) + slo),
             _f(snap.l2_hit_ratio),
             snap.connected_clients / (snap.connected_clients + oc.clients_reference),
             snap.rejected_writes / n,

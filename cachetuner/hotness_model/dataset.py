@@ -44,8 +44,8 @@ class DatasetConfig(BaseModel):
     keys_per_anchor: int = Field(512, ge=8, description="training keys sampled per anchor (stratified)")
     strata: int = Field(6, ge=1, description="log-spaced frequency strata for key sampling")
     train_anchor_stride: int = Field(1, ge=1)
-    eval_anchor_stride: int = Field(1, ge=1)
-    eval_keys_per_anchor: int = Field(20000, ge=10, description="uniform cap on evaluated keys per test anchor")
+    eval_anchor_stride: int = Field(4, ge=1, description="test anchors every this many buckets")
+    eval_keys_per_anchor: int = Field(2000, ge=10, description="uniform cap on evaluated keys per test anchor")
     seed: int = 0
 
 

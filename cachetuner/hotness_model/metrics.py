@@ -4,8 +4,10 @@ Per anchor because a cache ranks the keys it holds *now*; pooling anchors would 
 for knowing which time windows are busy rather than which keys are hot.
 
 Hot sets are tie-aware: with ``k`` = ceil(share * n) the actual hot set is every key whose actual
-count reaches the k-th largest count, so a predicted key tied with the k-th actual key counts as a
-hit (traces have many equal counts; an arbitrary tie break would make precision noisy).
+count reaches the k-th largest count and is non-zero, so a predicted key tied with the k-th actual
+key counts as a hit (traces have many equal counts; an arbitrary tie break would make precision
+noisy) while a key that is not accessed at all never does. When fewer than ``k`` keys are accessed
+in the horizon, even a perfect predictor scores below 1 on precision.
 """
 
 from __future__ import annotations
@@ -24,18 +26,23 @@ def _topk(pred: np.ndarray, k: int) -> np.ndarray:
     return np.argpartition(-pred, k - 1)[:k]
 
 
-def hot_set_precision(pred: np.ndarray, actual: np.ndarray, share: float) -> float:
-    """Share of the predicted top-``share`` keys that are actually in the (tie-aware) top share."""
-    k = max(1, math.ceil(share * len(pred)))
+def actual_hot(actual: np.ndarray, share: float) -> np.ndarray:
+    """Tie-aware actual hot set: accessed keys whose count reaches the k-th largest count."""
+    k = max(1, math.ceil(share * len(actual)))
     threshold = np.partition(actual, len(actual) - k)[len(actual) - k]
-    return float(np.mean(actual[_topk(pred, k)] >= threshold))
+    return (actual >= threshold) & (actual > 0)
+
+
+def hot_set_precision(pred: np.ndarray, actual: np.ndarray, share: float) -> float:
+    """Share of the predicted top-``share`` keys that are in the actual hot set."""
+    k = max(1, math.ceil(share * len(pred)))
+    return float(np.mean(actual_hot(actual, share)[_topk(pred, k)]))
 
 
 def byte_recall(pred: np.ndarray, actual: np.ndarray, sizes: np.ndarray, share: float = 0.10) -> float:
-    """Bytes of the actually-hot keys (top ``share``) that the predicted top ``share`` captures."""
+    """Bytes of the actual hot set (top ``share``) that the predicted top ``share`` captures."""
     k = max(1, math.ceil(share * len(pred)))
-    hot = np.zeros(len(actual), bool)
-    hot[_topk(actual, k)] = True
+    hot = actual_hot(actual, share)
     picked = np.zeros(len(pred), bool)
     picked[_topk(pred, k)] = True
     total = float(sizes[hot].sum())

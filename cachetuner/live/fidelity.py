@@ -20,7 +20,6 @@ charges a constant.
 from __future__ import annotations
 
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -74,46 +73,24 @@ class _Harness:
         self.r = redis_client(url, socket_timeout=30.0, decode_responses=True)
         self.overhead = calib.base_used_memory + calib.client_buffer_bytes
 
-    def probe_client_buffer(self, n_requests: int = 20_000) -> int:
-        """Bytes the replayer's connection adds to ``used_memory`` while it replays this trace.
+    def probe_client_buffer(self, data_budget: int, n_requests: int = 20_000) -> int | None:
+        """The replayer connection's *effective* share of ``used_memory`` when Redis decides to evict.
 
-        An idle connection's share (``used_memory`` delta after a PING) plus the median growth of
-        ``mem_clients_normal`` (query + reply buffers) sampled every 20 ms during a replay of the
-        trace's first requests at the fidelity rate, without maxmemory. Replaces the calibration's
-        full-batch figure, which over-states the buffers of batches that are mostly GETs.
+        Measured, not modelled: under ``noeviction`` with ``maxmemory = base + data_budget``, replay the
+        trace's first requests until writes are refused; after the replayer disconnects,
+        ``maxmemory - used_memory`` is what its buffers occupied at the refusals (Redis reads a
+        pipeline 16 KiB at a time, so this is far below the query buffer a whole batch would need).
+        None when no write was refused (budget too large for the prefix).
         """
-        from cachetuner.live.resp import RespConnection, encode
-
         r = self.r
-        self._prepare(RedisConfig(maxmemory=0, maxmemory_policy="noeviction"))
-        time.sleep(0.3)
-        u0, c0 = int(r.info("memory")["used_memory"]), int(r.info("memory")["mem_clients_normal"])
-        conn = RespConnection(self.url)
-        try:
-            conn.roundtrip([encode("PING")])
-            time.sleep(0.3)
-            mem = r.info("memory")
-            idle_conn = int(mem["used_memory"]) - u0
-            c1 = int(mem["mem_clients_normal"])
-        finally:
-            conn.close()
-        samples: list[int] = []
-        stop = threading.Event()
-
-        def poll() -> None:
-            while not stop.is_set():
-                samples.append(int(r.info("memory")["mem_clients_normal"]))
-                time.sleep(0.02)
-
-        poller = threading.Thread(target=poll, daemon=True)
-        poller.start()
-        try:
-            self._replay(0, min(n_requests, len(self.trace)), np.full(len(self.trace), np.nan))
-        finally:
-            stop.set()
-            poller.join()
-        growth = float(np.median(samples)) - max(c0, c1) if samples else 0.0
-        return max(0, idle_conn + int(max(0.0, growth)))
+        cap = self.calib.base_used_memory + int(data_budget)
+        self._prepare(RedisConfig(maxmemory=cap, maxmemory_policy="noeviction"))
+        res = self._replay(0, min(n_requests, len(self.trace)), np.full(len(self.trace), np.nan))
+        if res.rejected_writes == 0:
+            return None
+        time.sleep(0.2)
+        used = int(r.info("memory")["used_memory"])
+        return max(0, cap - used)
 
     def _prepare(self, cfg: RedisConfig) -> None:
         r = self.r
@@ -231,14 +208,17 @@ def run_fidelity(
         with tempfile.TemporaryDirectory(prefix="ct-fidelity-") as d, LocalStack(d, maxmemory=0, redis_only=True) as st:
             return run_fidelity(trace, opts, st.redis_url, progress)
     fill = int(np.median(trace.sizes))
-    calib = calibrate(redis_url, sizes=(max(1, fill),), n_keys=2000, pipeline=opts.pipeline, fill_value_bytes=fill)
+    calib = calibrate(redis_url, n_keys=2000, pipeline=opts.pipeline, fill_value_bytes=fill)
     params = calib.sim_params(SimParams(), n_clients=1)
     ws = working_set_bytes(trace, calib)
     h = _Harness(trace, redis_url, opts, calib, params)
-    calib.client_buffer_bytes = h.probe_client_buffer()
-    h.params = params = calib.sim_params(SimParams(), n_clients=1)
-    h.overhead = calib.base_used_memory + calib.client_buffer_bytes
     say = progress or (lambda _msg: None)
+    say("probing the replayer's buffers")
+    probed = h.probe_client_buffer(max(256 * 1024, int(min(opts.sizes) * ws)))
+    if probed is not None:
+        calib.client_buffer_bytes = probed
+        h.params = params = calib.sim_params(SimParams(), n_clients=1)
+        h.overhead = calib.base_used_memory + calib.client_buffer_bytes
     cells: list[dict[str, Any]] = []
     try:
         for frac in opts.sizes:

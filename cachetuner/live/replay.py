@@ -37,6 +37,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -56,6 +57,8 @@ from cachetuner.traces.trace import Op, Trace
 
 #: Redis key name of trace key id ``i`` is ``KEY_PREFIX + str(i)`` (the traces' key_bytes assume it).
 KEY_PREFIX = "ct:"
+#: Pipelined batches on the wire at once (sent before the previous one's replies are read).
+INFLIGHT_BATCHES = 2
 #: Traces up to this many requests are converted to Python lists for the hot loop.
 LIST_MAX_REQUESTS = 3_000_000
 
@@ -289,7 +292,9 @@ def replay(
     ts = trace.timestamps
     read_only = trace.read_only
     enc = _Encoder(trace.n_keys)
+    enc_get, enc_set = enc.get, enc.set
     sampled = sampling.sampled_mask(trace.keys, opt.sample_rate).tolist() if opt.sample_rate > 0 else None
+    all_gets = bool(read_only and sampled is None and not np.any(trace.ops != Op.GET))
     skey = sampling.stream_key(opt.stream_prefix).encode()
     xadd_head = b"$4\r\nXADD\r\n$%d\r\n%s\r\n$6\r\nMAXLEN\r\n$1\r\n~\r\n" % (len(skey), skey)
     xadd_tail = b"$%d\r\n%d\r\n$1\r\n*\r\n" % (len(str(opt.stream_maxlen)), opt.stream_maxlen)
@@ -313,8 +318,117 @@ def replay(
     deadline = t0 + opt.duration_s
     ts0 = float(ts[opt.start])
     loop_offset = 0.0
-    c_get = c_set = c_del = c_hit = c_miss = c_fill = c_rej = c_err = 0
-    b_req = b_hit = 0
+    # Two batches in flight: batch k+1 is sent before the replies of batch k are read, so Redis and
+    # the client overlap. Batch k+1 excludes every key of batch k (their fills are not known yet).
+    inflight: deque[tuple[int, int, list[int], float, set[int]]] = deque()
+
+    def process(n_cmds: int, fills_in_pending: int, batch_idx: list[int], t_send: float) -> None:
+        """Read one batch's replies and account them (fills and stream entries go to the next batch)."""
+        nonlocal done
+        replies = conn.recv(n_cmds)
+        rtt = time.perf_counter() - t_send
+        n_pending = n_cmds - len(batch_idx)
+        c_get = c_set = c_del = c_hit = c_miss = c_fill = c_rej = c_err = 0
+        b_req = b_hit = 0
+        for r in replies[:fills_in_pending]:
+            if isinstance(r, hiredis.ReplyError):
+                if _is_oom(r):
+                    c_rej += 1
+                else:
+                    c_err += 1
+        n_miss = n_err = 0
+        if all_gets:
+            # Fast path (read-only GET trace, no sampling): the common replay, kept tight.
+            for idx, r in zip(batch_idx, replies[n_pending:], strict=True):
+                sz = sizes[idx]
+                b_req += sz
+                if r is None:
+                    pending_fills.append(enc_set(keys[idx], sz, ttls[idx]))
+                    n_miss += 1
+                elif r.__class__ is bytes:
+                    b_hit += sz
+                else:
+                    n_err += 1
+            c_get = len(batch_idx)
+            c_miss = c_fill = n_miss
+            c_err += n_err
+            c_hit = len(batch_idx) - n_miss - n_err
+        else:
+            wall = time.time()
+            for pos, idx in enumerate(batch_idx):
+                r = replies[n_pending + pos]
+                op = ops[idx]
+                k = keys[idx]
+                hit = 0
+                if op == get_op:
+                    c_get += 1
+                    sz = sizes[idx]
+                    b_req += sz
+                    if isinstance(r, hiredis.ReplyError):
+                        c_err += 1
+                    elif r is None:
+                        c_miss += 1
+                        n_miss += 1
+                        if read_only:
+                            pending_fills.append(enc_set(k, sz, ttls[idx]))
+                            c_fill += 1
+                    else:
+                        c_hit += 1
+                        b_hit += sz
+                        hit = 1
+                elif op == set_op:
+                    c_set += 1
+                    if isinstance(r, hiredis.ReplyError):
+                        if _is_oom(r):
+                            c_rej += 1
+                        else:
+                            c_err += 1
+                else:
+                    c_del += 1
+                    if isinstance(r, hiredis.ReplyError):
+                        c_err += 1
+                if sampled is not None and sampled[idx]:
+                    body = b"k %d s %d o %d t %.6f ttl %g h %d r %s" % (
+                        k, sizes[idx], op, wall, float(ttls[idx]), hit, rate_field,
+                    )
+                    fields = body.split(b" ")
+                    parts = [b"*%d\r\n" % (6 + len(fields)), xadd_head, xadd_tail]
+                    parts.extend(b"$%d\r\n%s\r\n" % (len(f), f) for f in fields)
+                    pending_xadds.append(b"".join(parts))
+        # Latency: every request of the batch waited one round trip; misses add the backend call + fill.
+        n_req = len(batch_idx)
+        if n_req - n_miss:
+            hist.observe_n(rtt, n_req - n_miss)
+        if n_miss:
+            backend = (
+                miss_median_s * np.exp(opt.miss_sigma * rng.standard_normal(n_miss))
+                if opt.miss_sigma
+                else np.full(n_miss, miss_median_s)
+            )
+            hist.observe_many(2 * rtt + backend)
+        done += n_req
+        if progress is not None:
+            progress(n_req)
+        # Counters are pushed per batch (cheap: a handful of locked adds).
+        metrics._req[Op.GET].inc(c_get)
+        metrics._req[Op.SET].inc(c_set)
+        metrics._req[Op.DELETE].inc(c_del)
+        metrics.hits.inc(c_hit)
+        metrics.misses.inc(c_miss)
+        metrics.sets.inc(c_set + c_fill)
+        metrics.rejected.inc(c_rej)
+        metrics.errors.inc(c_err)
+        metrics.req_bytes.inc(b_req)
+        metrics.hit_bytes.inc(b_hit)
+        res.gets += c_get
+        res.hits += c_hit
+        res.misses += c_miss
+        res.fills += c_fill
+        res.sets += c_set + c_fill
+        res.deletes += c_del
+        res.rejected_writes += c_rej
+        res.errors += c_err
+
     try:
         while True:
             if limit is not None and taken >= limit and not deferred:
@@ -335,7 +449,7 @@ def replay(
                 i = opt.start
             # Pacing: wait until the first request of the batch is due.
             if opt.rate is not None:
-                due = t0 + done / opt.rate
+                due = t0 + (done + sum(len(b[2]) for b in inflight)) / opt.rate
             elif opt.speedup is not None:
                 due = t0 + (float(ts[min(i, n - 1)]) - ts0 + loop_offset) / opt.speedup
             else:
@@ -344,19 +458,23 @@ def replay(
                 if due > deadline:
                     res.stopped_by = "duration"
                     break
+                if inflight:
+                    process(*inflight.popleft()[:4])
+                    continue
                 time.sleep(due - now)
 
-            # Build one batch: pending fills/XADDs first, then up to `pipeline` requests with distinct keys.
+            # Build one batch: pending fills/XADDs first, then up to `pipeline` requests with distinct keys
+            # that are not in the batch still in flight.
             fills_in_pending = len(pending_fills)
             cmds = pending_fills + pending_xadds
-            n_pending = len(cmds)
             pending_fills = []
             pending_xadds = []
+            busy = inflight[-1][4] if inflight else None
             seen: set[int] = set()
             batch_idx: list[int] = []
-            room = max(1, opt.pipeline - n_pending)
+            room = max(1, opt.pipeline - len(cmds))
             # Earlier-deferred requests first (trace order), then new ones from the cursor; a request
-            # whose key is already in this batch is deferred to the next one (it must see the fill).
+            # whose key is already in this batch (or in flight) is deferred to a later one.
             old, deferred = deferred, []
             pos_old = 0
             j = i
@@ -372,109 +490,37 @@ def replay(
                     j += 1
                     taken += 1
                     scan_budget -= 1
-                k = int(keys[idx])
-                if k in seen:
+                k = keys[idx]
+                if k in seen or (busy is not None and k in busy):
                     deferred.append(idx)
                     continue
                 seen.add(k)
-                op = int(ops[idx])
+                if all_gets:
+                    cmds.append(enc_get(k))
+                    batch_idx.append(idx)
+                    continue
+                op = ops[idx]
                 if op == get_op:
-                    cmds.append(enc.get(k))
+                    cmds.append(enc_get(k))
                 elif op == set_op:
-                    cmds.append(enc.set(k, int(sizes[idx]), float(ttls[idx])))
+                    cmds.append(enc_set(k, sizes[idx], ttls[idx]))
                 else:
                     cmds.append(enc.delete(k))
                 batch_idx.append(idx)
             deferred.extend(old[pos_old:])
-            t_send = time.perf_counter()
-            if send_times is not None:
-                send_times[batch_idx] = time.time()
-            replies = conn.roundtrip(cmds)
-            rtt = time.perf_counter() - t_send
-            res.round_trips += 1
-            res.commands += len(cmds)
-            # Replies of last batch's fills.
-            for r in replies[:fills_in_pending]:
-                if isinstance(r, hiredis.ReplyError):
-                    if _is_oom(r):
-                        c_rej += 1
-                    else:
-                        c_err += 1
-            n_miss = n_hit_here = 0
-            wall = time.time()
-            for pos, idx in enumerate(batch_idx):
-                r = replies[n_pending + pos]
-                op = int(ops[idx])
-                k = int(keys[idx])
-                hit = 0
-                if op == get_op:
-                    c_get += 1
-                    sz = int(sizes[idx])
-                    b_req += sz
-                    if isinstance(r, hiredis.ReplyError):
-                        c_err += 1
-                    elif r is None:
-                        c_miss += 1
-                        n_miss += 1
-                        if read_only:
-                            pending_fills.append(enc.set(k, sz, float(ttls[idx])))
-                            c_fill += 1
-                    else:
-                        c_hit += 1
-                        n_hit_here += 1
-                        b_hit += sz
-                        hit = 1
-                elif op == set_op:
-                    c_set += 1
-                    if isinstance(r, hiredis.ReplyError):
-                        if _is_oom(r):
-                            c_rej += 1
-                        else:
-                            c_err += 1
-                else:
-                    c_del += 1
-                    if isinstance(r, hiredis.ReplyError):
-                        c_err += 1
-                if sampled is not None and sampled[idx]:
-                    body = b"k %d s %d o %d t %.6f ttl %g h %d r %s" % (
-                        k, int(sizes[idx]), op, wall, float(ttls[idx]), hit, rate_field,
-                    )
-                    fields = body.split(b" ")
-                    parts = [b"*%d\r\n" % (6 + len(fields)), xadd_head, xadd_tail]
-                    parts.extend(b"$%d\r\n%s\r\n" % (len(f), f) for f in fields)
-                    pending_xadds.append(b"".join(parts))
-            # Latency: every request of the batch waited one round trip; misses add the backend call + fill.
-            n_req = len(batch_idx)
-            if n_req - n_miss:
-                hist.observe_n(rtt, n_req - n_miss)
-            if n_miss:
-                backend = miss_median_s * np.exp(opt.miss_sigma * rng.standard_normal(n_miss)) if opt.miss_sigma else np.full(n_miss, miss_median_s)
-                hist.observe_many(2 * rtt + backend)
-            done += n_req
             i = j
-            if progress is not None:
-                progress(n_req)
-            # Counters are pushed per batch (cheap: a handful of locked adds).
-            metrics._req[Op.GET].inc(c_get)
-            metrics._req[Op.SET].inc(c_set)
-            metrics._req[Op.DELETE].inc(c_del)
-            metrics.hits.inc(c_hit)
-            metrics.misses.inc(c_miss)
-            metrics.sets.inc(c_set + c_fill)
-            metrics.rejected.inc(c_rej)
-            metrics.errors.inc(c_err)
-            metrics.req_bytes.inc(b_req)
-            metrics.hit_bytes.inc(b_hit)
-            res.gets += c_get
-            res.hits += c_hit
-            res.misses += c_miss
-            res.fills += c_fill
-            res.sets += c_set + c_fill
-            res.deletes += c_del
-            res.rejected_writes += c_rej
-            res.errors += c_err
-            c_get = c_set = c_del = c_hit = c_miss = c_fill = c_rej = c_err = 0
-            b_req = b_hit = 0
+            if cmds:
+                t_send = time.perf_counter()
+                if send_times is not None and batch_idx:
+                    send_times[batch_idx] = time.time()
+                conn.send(cmds)
+                res.round_trips += 1
+                res.commands += len(cmds)
+                inflight.append((len(cmds), fills_in_pending, batch_idx, t_send, seen))
+            if inflight and (len(inflight) >= INFLIGHT_BATCHES or not batch_idx):
+                process(*inflight.popleft()[:4])
+        while inflight:
+            process(*inflight.popleft()[:4])
         # Flush the last fills so Redis ends in the state a sequential client would leave.
         if pending_fills or pending_xadds:
             replies = conn.roundtrip(pending_fills + pending_xadds)

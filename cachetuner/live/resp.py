@@ -87,9 +87,16 @@ class RespConnection:
 
     def roundtrip(self, commands: list[bytes]) -> list[Any]:
         """Send ``commands`` (already encoded) in one write, read exactly ``len(commands)`` replies."""
+        self.send(commands)
+        return self.recv(len(commands))
+
+    def send(self, commands: list[bytes]) -> None:
+        """Write ``commands`` without waiting for replies (pair with :meth:`recv`)."""
         self.sock.sendall(b"".join(commands))
+
+    def recv(self, n: int) -> list[Any]:
+        """Read exactly ``n`` replies, in order."""
         replies: list[Any] = []
-        n = len(commands)
         reader = self.reader
         recv = self.sock.recv
         while len(replies) < n:

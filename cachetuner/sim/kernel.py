@@ -80,7 +80,8 @@ P_AE_LOOPS = 15
 P_AE_CATCHUP = 16
 P_READ_ONLY = 17
 P_LGQ = 18          # jemalloc lg-quantum of the memory model
-N_IPAR = 19
+P_REDIS_ORDER = 19  # 1: evict before each command only (Redis); 0: make room for each write
+N_IPAR = 20
 
 # Float parameters (fpar).
 Q_NET_MS = 0
@@ -465,15 +466,21 @@ def perform_evictions(S, now, incoming):
 # ----------------------------------------------------------------------------- writes (t_string.c)
 @nb.njit(**_JIT)
 def write_key(S, k, size, exp, now):
-    """SET (or a read-through fill): make room, then store; False = OOM-rejected.
+    """SET (or a read-through fill): evict as needed, then store; False = OOM-rejected.
 
-    Approximation: eviction makes room for the incoming value before the write (libCacheSim's
-    order), where Redis evicts before each command until used <= maxmemory and lets one write
-    overshoot until the next command. A value that cannot fit even in an empty cache is rejected.
+    Two orders (``SimParams.eviction_order``): ``make-room`` evicts until the incoming value fits
+    (libCacheSim's order: used_memory never exceeds maxmemory after a write) and refuses a value
+    that cannot fit even in an empty cache; ``redis`` is performEvictions() as processCommand()
+    runs it: evict only while used > maxmemory *before* the command, then admit the write, which
+    may overshoot until the next command evicts again.
     """
     new_cost = key_charge(S.ipar[P_FLAT], S.keylen[k], size, exp > 0.0, S.ipar[P_LGQ])
     maxmem = S.ipar[P_MAXMEM]
-    if maxmem > 0:
+    if maxmem > 0 and S.ipar[P_REDIS_ORDER]:
+        if used_memory(S) > maxmem and not perform_evictions(S, now, 0):
+            S.cnt[C_REJECT] += 1
+            return False
+    elif maxmem > 0:
         if S.ipar[P_BASE] + S.ist[I_NCONN] * S.ipar[P_CLIENT_BUF] + new_cost > maxmem:
             S.cnt[C_REJECT] += 1
             return False

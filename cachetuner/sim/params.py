@@ -127,6 +127,11 @@ class SimParams(_Model):
     l2: L2Params = L2Params()
     clients: ClientParams = ClientParams()
     active_expire: ActiveExpireParams = ActiveExpireParams()
+    eviction_order: Literal["make-room", "redis"] = Field(
+        "make-room",
+        description="make-room: evict until each write fits (used <= maxmemory always; libCacheSim's order); "
+        "redis: evict only before each command while used > maxmemory, a write may overshoot until the next",
+    )
 
     @classmethod
     def exact(cls) -> SimParams:

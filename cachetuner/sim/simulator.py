@@ -229,6 +229,7 @@ class TieredCacheSim:
         ip[K.P_FLAT] = -1 if p.memory.per_key_overhead is None else p.memory.per_key_overhead
         ip[K.P_BASE] = p.memory.base_used_memory
         ip[K.P_LGQ] = p.memory.jemalloc_lg_quantum
+        ip[K.P_REDIS_ORDER] = int(p.eviction_order == "redis")
         ip[K.P_CLIENT_BUF] = p.clients.client_buffer_bytes
         ip[K.P_NCLIENTS] = p.clients.n_clients
         ip[K.P_L2_ON] = int(p.l2.enabled and p.l2.capacity_bytes > 0)

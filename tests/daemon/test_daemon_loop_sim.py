@@ -312,6 +312,12 @@ def test_cli_sigterm_finishes_step_and_exits_0(tmp_path: Path) -> None:
         deadline = time.time() + 120
         while time.time() < deadline and len(read_audit(cfg.audit_path)) < 5:
             time.sleep(0.2)
+        # the Docker HEALTHCHECK command, against the running CLI daemon
+        hc = subprocess.run(
+            [sys.executable, "-m", "cachetuner.daemon.healthcheck", "--state-dir", str(cfg.state_dir)],
+            capture_output=True, timeout=60,
+        )
+        assert hc.returncode == 0, hc.stderr
         os.kill(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -325,3 +331,74 @@ def test_cli_sigterm_finishes_step_and_exits_0(tmp_path: Path) -> None:
     from cachetuner.daemon.audit import pending_intents
 
     assert pending_intents(recs) == {}
+
+
+def test_hotness_features_fall_back_in_process_when_triton_is_down(tmp_path: Path) -> None:
+    """A real Triton gRPC client against a port where nothing listens: every decision still gets hotness
+    features, answered by the in-process model, and the fallback shows on /metrics."""
+    from cachetuner.daemon.chaos import write_untrained_hotness_model
+    from cachetuner.live.stack import free_port
+
+    model = write_untrained_hotness_model(tmp_path / "hot")
+    env = {**ENV, "whatif": {"enabled": True, "min_keys": 500}}
+    cfg = make_cfg(
+        tmp_path,
+        policy={"name": "hill-climb"},
+        target={"backend_options": {"env": env}},
+        hotness={"enabled": True, "model_path": str(model), "triton_url": f"127.0.0.1:{free_port()}", "timeout_s": 0.2,
+                 "retry_after_s": 0.05, "options": {"max_keys": 128}},
+        max_iterations=6,
+    )
+    d = Daemon(cfg)
+    d.run_once()
+    body = d.metrics.render().decode()
+    d.run()
+    recs = [r for r in read_audit(cfg.audit_path) if r.get("policy_info")]
+    assert len(recs) >= 5
+    assert {r["policy_info"]["hotness"]["backend"] for r in recs} == {"in_process"}
+    assert set(recs[-1]["policy_info"]["hotness"]) >= {"hot_bytes_p80", "hot_churn"}
+    assert "cachetuner_hotness_fallback_total" in body
+
+
+@pytest.fixture(scope="module")
+def tiny_ppo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A PPO model trained for 64 steps on the test env (enough to have the right spaces, not to be good)."""
+    from stable_baselines3 import PPO
+
+    from cachetuner.env import CacheTuningEnv
+
+    d = tmp_path_factory.mktemp("ppo")
+    env = CacheTuningEnv({**ENV, "bounds": {"min_bytes": 8 * MB, "max_bytes": 40 * MB, "initial_bytes": 24 * MB}})
+    model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.learn(64)
+    model.save(d / "model.zip")
+    (d / "train_config.yaml").write_text(yaml.safe_dump({"env": ENV}))
+    env.close()
+    return d / "model.zip"
+
+
+def test_ppo_policy_from_path_and_from_mlflow_uri(tmp_path: Path, tiny_ppo: Path) -> None:
+    cfg = make_cfg(tmp_path, policy={"name": "ppo", "model": str(tiny_ppo)}, max_iterations=6)
+    Daemon(cfg).run()
+    recs = [r for r in read_audit(cfg.audit_path) if r.get("phase") in ("decision", "intent")]
+    assert len(recs) == 6 and not [r for r in recs if r["action"] == "policy_error"]
+    assert all(r["proposal"] is not None for r in recs)
+
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'reg.db'}"
+    mlflow.set_tracking_uri(uri)
+    exp = mlflow.create_experiment("train", artifact_location=(tmp_path / "art").as_uri())
+    with mlflow.start_run(experiment_id=exp) as run:
+        mlflow.log_artifact(str(tiny_ppo), artifact_path="model")
+        mlflow.log_artifact(str(tiny_ppo.parent / "train_config.yaml"), artifact_path="config")
+    cfg2 = make_cfg(
+        tmp_path / "b",
+        policy={"name": "ppo", "model": f"runs:/{run.info.run_id}/model"},
+        tracking={"enabled": False, "tracking_uri": uri},
+        max_iterations=3,
+    )
+    Daemon(cfg2).run()
+    recs2 = [r for r in read_audit(cfg2.audit_path) if r.get("phase") in ("decision", "intent")]
+    assert len(recs2) == 3 and not [r for r in recs2 if r["action"] == "policy_error"]
+    assert list((Path(cfg2.state_dir) / "models").rglob("model.zip"))

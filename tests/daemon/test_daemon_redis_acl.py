@@ -114,3 +114,16 @@ def test_restart_changes_run_id_and_forgets_config_set(server: RedisProc) -> Non
     after = probe.identity()
     assert after.run_id != before
     assert probe.config().maxmemory == 64 * 1024 * 1024  # Redis forgot the CONFIG SET: the daemon must re-apply
+
+
+def test_persist_rewrite_survives_restart(server: RedisProc) -> None:
+    """``persist: rewrite`` needs +config|rewrite on top of the minimal ACL; CONFIG REWRITE then makes a
+    known-good config survive a Redis restart even while the daemon is down."""
+    admin = redis.Redis(port=server.port)
+    admin.execute_command("ACL", "SETUSER", ACL_USER, "+config|rewrite")
+    probe = RedisProbe(tuner_url(server.port))
+    redis.Redis.from_url(tuner_url(server.port)).config_set("maxmemory", str(48 * 1024 * 1024))
+    probe.rewrite()
+    server.stop()
+    server.start()
+    assert probe.config().maxmemory == 48 * 1024 * 1024

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from simtraces import make_trace
 
 from cachetuner.config import REDIS_POLICIES, RedisConfig
 from cachetuner.sim import SimParams, TieredCacheSim
 from cachetuner.sim.params import ClientParams, MemoryParams
 from cachetuner.traces.trace import Op
-from simtraces import make_trace
 
 ALL_POLICIES = (*REDIS_POLICIES, "exact-lru")
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -115,3 +115,35 @@ def test_clone_continues_identically():
     assert a == b
     sim.reset()
     assert sim.n_resident == 0 and sim.used_memory == SimParams().memory.base_used_memory
+
+
+@SETTINGS
+@given(
+    trace=traces(),
+    configs_seq=st.lists(configs(), min_size=2, max_size=5),
+    cuts=st.lists(st.floats(0, 1), min_size=4, max_size=4),
+    seed=st.integers(0, 3),
+)
+def test_reconfiguring_between_intervals_keeps_invariants(trace, configs_seq, cuts, seed):
+    """Any sequence of CONFIG SETs (policy switches incl. to/from exact-lru, shrink/grow) is safe."""
+    sim = TieredCacheSim(trace.n_keys, configs_seq[0], _params(True), seed=seed, key_bytes=trace.key_bytes)
+    bounds = sorted({0, len(trace), *(int(c * len(trace)) for c in cuts)})
+    total_gets = total_hits_misses = 0
+    for j, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        cfg = configs_seq[j % len(configs_seq)]
+        sim.apply_config(cfg)
+        if cfg.maxmemory and cfg.maxmemory_policy != "noeviction" and not cfg.maxmemory_policy.startswith("volatile"):
+            assert sim.used_memory <= cfg.maxmemory
+        snap = sim.run(trace, a, b)
+        total_gets += snap.gets
+        total_hits_misses += snap.hits + snap.misses
+        assert snap.keys == sim.n_resident == len(set(sim.resident_keys().tolist()))
+        if cfg.maxmemory_policy == "exact-lru":
+            # The exact-LRU list links exactly the resident keys.
+            s = sim._state
+            seen, k = [], int(s.ist[3])
+            while k >= 0 and len(seen) <= sim.n_resident:
+                seen.append(k)
+                k = int(s.nxt[k])
+            assert sorted(seen) == sorted(sim.resident_keys().tolist())
+    assert total_gets == total_hits_misses == int((trace.ops == Op.GET).sum())

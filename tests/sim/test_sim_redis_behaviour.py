@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from simtraces import make_trace, zipf_keys
 
 from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
 from cachetuner.sim import SimParams, TieredCacheSim, simulate
 from cachetuner.sim.params import ClientParams, L2Params, MemoryParams
 from cachetuner.sim.policies import get_policy
-from simtraces import make_trace, zipf_keys
 
 EXACT = SimParams.exact()
 
@@ -122,3 +122,14 @@ def test_latency_quantiles_come_from_the_shared_histogram():
 def test_unknown_policy_lists_valid_names():
     with pytest.raises(ConfigError, match="allkeys-lru.*exact-lru"):
         get_policy("allkeys-mru")
+
+
+def test_redis_eviction_order_lets_one_write_overshoot():
+    tr = make_trace([0, 1, 2, 3], sizes=400)
+    cfg = RedisConfig(maxmemory=1_000, maxmemory_policy="exact-lru")
+    redis_order = TieredCacheSim(tr.n_keys, cfg, EXACT.model_copy(update={"eviction_order": "redis"}))
+    s = redis_order.run(tr)
+    # k2 is admitted at 1200 B > maxmemory; the next command evicts k0 first, then k3 overshoots again.
+    assert (s.evictions, s.keys, s.used_memory, s.peak_used_memory) == (1, 3, 1_200, 1_200)
+    make_room = TieredCacheSim(tr.n_keys, cfg, EXACT).run(tr)
+    assert (make_room.evictions, make_room.keys, make_room.peak_used_memory) == (2, 2, 800)

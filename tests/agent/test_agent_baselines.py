@@ -1,0 +1,150 @@
+"""Each baseline on tiny workloads whose right answer is known, plus the registry contract."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cachetuner.agent.evaluate import evaluate_tuners, gap_closed, summarise
+from cachetuner.baselines import BaselinesConfig, Tuner, build_tuners, make_tuner, tuner_names
+from cachetuner.config import RedisConfig
+from cachetuner.env import CacheTuningEnv, EnvConfig, WorkloadSpec
+from cachetuner.errors import ConfigError
+
+BASELINES = ["static-default", "best-static", "oracle", "hill-climb", "optuna"]
+
+
+def _env_cfg(workload: WorkloadSpec, bounds: dict, memory_price: float) -> EnvConfig:
+    # Every reward field pinned: the expected answers depend on the memory / miss price ratio.
+    return EnvConfig(
+        workloads=[workload],
+        interval_s=10,
+        episode_intervals=None,
+        warmup_intervals=1,
+        bounds=bounds,
+        actions={"policies": ["allkeys-lru", "allkeys-lfu"], "timeouts": [0]},
+        whatif={"sizes": [0.7, 1.3], "policies": ["allkeys-lru", "allkeys-lfu"]},
+        reward={"miss_cost": 0.0002, "memory_cost_per_gb_hour": memory_price, "slo_penalty": 0.0, "switch_cost": 0.0},
+    )
+
+
+@pytest.fixture(scope="module")
+def scan_report():
+    """Zipf traffic polluted by scans of cold keys as long as the Zipf bursts: LRU lets every scan flush
+    the hot set, LFU keeps it, so LFU must win at every size."""
+    wl = WorkloadSpec(
+        trace="synthetic:scan",
+        rate=200,
+        params={"n_requests": 24000, "n_keys": 2000, "alpha": 0.9, "scan_every": 2000, "scan_length": 2000,
+                "cold_keys": 50000, "sizes": "fixed:4096"},
+    )
+    cfg = _env_cfg(wl, {"min_bytes": 2_000_000, "max_bytes": 12_000_000, "initial_bytes": 6_000_000}, 5.0)
+    settings = BaselinesConfig(grid={"n_sizes": 3}, oracle={"horizon": 3})
+    return evaluate_tuners(cfg, build_tuners(BASELINES, settings, seed=0), seed=0)
+
+
+@pytest.fixture(scope="module")
+def shrink_report(tmp_path_factory):
+    """The working set shrinks tenfold halfway (3000 keys, then 300) and memory is expensive: after
+    the shift, less memory must win."""
+    path = Path(tmp_path_factory.mktemp("shrink")) / "shrink.trace"
+    rng = np.random.default_rng(0)
+    np.savetxt(path, np.concatenate([rng.integers(0, 3000, 15000), rng.integers(0, 300, 15000)]), fmt="%d")
+    wl = WorkloadSpec(trace=str(path), format="lirs", size_model="fixed:4096", rate=200)
+    cfg = _env_cfg(wl, {"min_fraction": 0.02, "max_fraction": 1.0, "initial_fraction": 0.5}, 1000.0)
+    return evaluate_tuners(cfg, build_tuners(BASELINES, BaselinesConfig(grid={"n_sizes": 6}), seed=0), seed=0)
+
+
+def _policies(report, name: str) -> Counter:
+    return Counter(r.policy for r in report.results[name].records)
+
+
+def test_scan_best_static_picks_lfu(scan_report) -> None:
+    assert set(_policies(scan_report, "best-static")) == {"allkeys-lfu"}
+    assert scan_report.results["best-static"].summary["cost"] < scan_report.results["static-default"].summary["cost"]
+
+
+def test_scan_oracle_and_hill_climb_prefer_lfu(scan_report) -> None:
+    for name in ("oracle", "hill-climb"):
+        pols = _policies(scan_report, name)
+        assert pols["allkeys-lfu"] > pols["allkeys-lru"], (name, pols)
+        assert scan_report.results[name].summary["hit_ratio"] > scan_report.results["static-default"].summary["hit_ratio"]
+
+
+def test_scan_oracle_with_lookahead_beats_best_static(scan_report) -> None:
+    s = {k: r.summary for k, r in scan_report.results.items()}
+    assert s["oracle"]["cost"] <= s["best-static"]["cost"]
+
+
+def test_static_default_never_changes(scan_report) -> None:
+    recs = scan_report.results["static-default"].records
+    assert {(r.maxmemory, r.policy) for r in recs} == {(6_000_000, "allkeys-lru")}
+    assert scan_report.results["static-default"].summary["config_changes"] == 0
+
+
+def test_shrink_oracle_and_hill_climb_release_memory(shrink_report) -> None:
+    for name in ("oracle", "hill-climb"):
+        recs = shrink_report.results[name].records
+        half = len(recs) // 2
+        before = np.mean([r.maxmemory for r in recs[:half]])
+        after = np.mean([r.maxmemory for r in recs[half + 2 :]])
+        assert after < 0.75 * before, (name, before, after)
+        assert shrink_report.results[name].summary["cost"] < shrink_report.results["static-default"].summary["cost"]
+
+
+def test_shrink_oracle_beats_best_static(shrink_report) -> None:
+    s = {k: r.summary for k, r in shrink_report.results.items()}
+    assert s["oracle"]["cost"] < s["best-static"]["cost"] < s["static-default"]["cost"]
+
+
+def test_optuna_stays_inside_the_action_space(shrink_report) -> None:
+    recs = shrink_report.results["optuna"].records
+    assert len({r.maxmemory for r in recs}) > 3  # it explores
+    assert {r.policy for r in recs} <= {"allkeys-lru", "allkeys-lfu"}
+    assert {r.timeout for r in recs} == {0}
+
+
+def test_every_tuner_sees_the_same_traffic(shrink_report) -> None:
+    gets = {k: [r.gets for r in res.records] for k, res in shrink_report.results.items()}
+    first = next(iter(gets.values()))
+    assert all(g == first for g in gets.values())
+
+
+def test_registry_rejects_unknown_names_listing_valid_ones() -> None:
+    with pytest.raises(ConfigError) as e:
+        make_tuner("genetic")
+    for name in ("static-default", "best-static", "oracle", "hill-climb", "optuna", "ppo"):
+        assert name in str(e.value)
+    assert set(BASELINES) | {"ppo"} <= set(tuner_names())
+
+
+def test_tuners_implement_the_protocol() -> None:
+    for name in BASELINES:
+        assert isinstance(make_tuner(name), Tuner)
+
+
+def test_ppo_tuner_needs_a_model(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="--model"):
+        make_tuner("ppo")
+    with pytest.raises(ConfigError, match="not found"):
+        make_tuner("ppo", model_path=tmp_path / "missing.zip")
+
+
+def test_step_config_clips_baseline_configs_to_the_bounds() -> None:
+    cfg = _env_cfg(WorkloadSpec(trace="synthetic:zipf", rate=200, params={"n_requests": 6000, "n_keys": 500}),
+                   {"min_bytes": 1_000_000, "max_bytes": 4_000_000, "initial_bytes": 2_000_000}, 10.0)
+    env = CacheTuningEnv(cfg)
+    env.reset(seed=0, options={"workload": 0, "start": "begin"})
+    _, _, _, _, info = env.step_config(RedisConfig(maxmemory=10**12))
+    assert info["config"].maxmemory == 4_000_000
+
+
+def test_gap_closed_definition() -> None:
+    s = {"best-static": {"cost": 10.0}, "oracle": {"cost": 6.0}, "ppo": {"cost": 8.0}}
+    assert gap_closed(s) == pytest.approx(0.5)
+    assert gap_closed({**s, "oracle": {"cost": 10.0}}) is None
+    assert gap_closed({"best-static": {"cost": 1.0}}) is None
+    assert np.isnan(summarise([])["cost"])

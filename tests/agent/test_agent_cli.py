@@ -1,0 +1,156 @@
+"""``cachetuner train`` and ``cachetuner evaluate`` end to end through the real CLI (subprocesses), with
+tiny budgets and a throw-away MLflow store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+CLI = [sys.executable, "-m", "cachetuner.cli.main"]
+
+TINY_ENV = {
+    "interval_s": 10,
+    "episode_intervals": 6,
+    "warmup_intervals": 1,
+    "workloads": [{"trace": "synthetic:shifting", "rate": 100, "seed": 1, "params": {"n_requests": 12000, "n_keys": 2000}}],
+    "actions": {"policies": ["allkeys-lru", "allkeys-lfu"], "timeouts": [0, 300]},
+    "reward": {"miss_cost": 0.0002, "memory_cost_per_gb_hour": 100.0, "slo_penalty": 0.0, "switch_cost": 0.0002},
+    "whatif": {"sizes": [0.7, 1.3]},
+}
+
+
+def _tiny_config(tmp: Path) -> dict:
+    return {
+        "experiment": "tiny",
+        "seed": 0,
+        "total_timesteps": 48,
+        "n_envs": 2,
+        "ppo": {"n_steps": 12, "batch_size": 12, "n_epochs": 2, "net_arch": [16]},
+        "env": TINY_ENV,
+        "eval": {"eval_freq": 24},
+        "early_stop": {"enabled": True, "max_no_improvement_evals": 2, "min_evals": 1},
+        "checkpoint_freq": 24,
+        "output_dir": str(tmp / "runs"),
+        "baselines": {"grid": {"n_sizes": 3}},
+    }
+
+
+def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return subprocess.run(CLI + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=400)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("train")
+    cfg_path = tmp / "tiny.yaml"
+    cfg_path.write_text(yaml.safe_dump(_tiny_config(tmp)))
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    proc = run_cli(["train", str(cfg_path), "--json", "--tracking-uri", uri], tmp)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {"tmp": tmp, "uri": uri, "proc": proc, "result": json.loads(proc.stdout.strip().splitlines()[-1])}
+
+
+def test_train_prints_one_json_object_on_stdout(trained) -> None:
+    lines = [ln for ln in trained["proc"].stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1
+    res = trained["result"]
+    assert {"mlflow_run_id", "model_path"} <= set(res)
+    assert res["timesteps"] >= 48
+
+
+def test_train_writes_a_loadable_model_and_its_config(trained) -> None:
+    from stable_baselines3 import PPO
+
+    path = Path(trained["result"]["model_path"])
+    assert path.is_file()
+    model = PPO.load(path, device="cpu")
+    assert model.action_space.nvec.tolist() == [5, 2, 2]
+    assert (path.parent / "train_config.yaml").is_file()
+
+
+def test_train_records_the_mlflow_run(trained) -> None:
+    import mlflow
+
+    mlflow.set_tracking_uri(trained["uri"])
+    client = mlflow.MlflowClient()
+    run = client.get_run(trained["result"]["mlflow_run_id"])
+    assert run.info.run_name.startswith("SimRedis-v0__tiny__0__")
+    assert run.data.params["ppo.n_steps"] == "12"
+    for key in ("rollout.reward_mean", "rollout.hit_ratio", "rollout.cost_total", "rollout.maxmemory_mib_mean",
+                "rollout.policy_share.allkeys-lru", "train.value_loss", "eval.mean_reward", "final_eval.ppo.cost"):
+        assert key in run.data.metrics, key
+    arts = {a.path for d in ("model", "config", "plots") for a in client.list_artifacts(run.info.run_id, d)}
+    assert "model/model.zip" in arts
+    assert "config/train_config.yaml" in arts
+    assert {f"plots/eval_{k}.png" for k in ("hit_ratio", "maxmemory", "policy", "cost")} <= arts
+    assert run.data.tags["model_path"] == trained["result"]["model_path"]
+
+
+def test_evaluate_json_shape(trained) -> None:
+    tmp = trained["tmp"]
+    proc = run_cli(
+        ["evaluate", "--model", trained["result"]["model_path"], "--trace", "synthetic:zipf", "--rate", "100",
+         "--limit", "8000", "--json", "--tracking-uri", trained["uri"]],
+        tmp,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1
+    res = json.loads(lines[0])
+    assert set(res["tuners"]) == {"ppo", "static-default", "best-static", "oracle", "hill-climb", "optuna"}
+    for summary in res["tuners"].values():
+        assert {"cost", "hit_ratio", "byte_hit_ratio", "p95_latency_ms", "mean_maxmemory_bytes", "slo_violations",
+                "config_changes"} <= set(summary)
+        assert 0.0 <= summary["hit_ratio"] <= 1.0
+    intervals = {s["intervals"] for s in res["tuners"].values()}
+    assert len(intervals) == 1  # same traffic for everyone
+    assert "gap_closed" in res and res["mlflow_run_id"]
+    import mlflow
+
+    mlflow.set_tracking_uri(trained["uri"])
+    client = mlflow.MlflowClient()
+    run = client.get_run(res["mlflow_run_id"])
+    assert "ppo.cost" in run.data.metrics
+    assert "plots/eval_hit_ratio.png" in {a.path for a in client.list_artifacts(run.info.run_id, "plots")}
+
+
+def _one_line_error(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout.strip() == ""
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_bad_config_field_is_one_line_naming_field_and_file(tmp_path) -> None:
+    cfg = _tiny_config(tmp_path)
+    cfg["ppo"]["learnin_rate"] = 0.1
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    line = _one_line_error(run_cli(["train", str(path)], tmp_path))
+    assert "bad.yaml" in line and "ppo.learnin_rate" in line and "unknown field" in line
+
+
+def test_bad_env_value_is_one_line(tmp_path) -> None:
+    cfg = _tiny_config(tmp_path)
+    cfg["env"]["interval_s"] = -5
+    path = tmp_path / "bad_env.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    line = _one_line_error(run_cli(["train", str(path)], tmp_path))
+    assert "bad_env.yaml" in line and "env.interval_s" in line
+
+
+def test_missing_config_and_unknown_tuner_are_one_line(tmp_path) -> None:
+    line = _one_line_error(run_cli(["train", str(tmp_path / "nope.yaml")], tmp_path))
+    assert "nope.yaml" in line
+    line = _one_line_error(run_cli(["evaluate", "--trace", "synthetic:zipf", "--tuners", "static-default,magic"], tmp_path))
+    assert "magic" in line and "best-static" in line
