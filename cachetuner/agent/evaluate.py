@@ -64,6 +64,7 @@ class EvalReport:
     workload: str
     results: dict[str, TunerResult]
     gap_closed: float | None
+    env_cfg: EnvConfig | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -184,4 +185,4 @@ def evaluate_tuners(
             wl_name = wl_name or env.unwrapped.workload
         finally:
             env.close()
-    return EvalReport(wl_name, results, gap_closed({k: r.summary for k, r in results.items()}))
+    return EvalReport(wl_name, results, gap_closed({k: r.summary for k, r in results.items()}), env_cfg)

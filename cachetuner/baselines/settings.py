@@ -43,9 +43,12 @@ class OracleSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    horizon: int = Field(
-        1, ge=1, description="intervals each candidate is held for in the lookahead (1 = greedy one-step)"
+    horizon: int | None = Field(
+        1,
+        ge=1,
+        description="intervals each candidate is held for in the lookahead (1 = greedy one-step; None = to the episode end)",
     )
+    replan_every: int = Field(1, ge=1, description="intervals between two decisions (the choice is held in between)")
 
 
 class BaselinesConfig(BaseModel):

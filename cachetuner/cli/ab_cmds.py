@@ -190,3 +190,26 @@ def bench_ab_shadow(
         emit_json(report)
     else:
         out.print_json(data=report)
+
+
+@bench_app.command("ab-calibration")
+def bench_ab_calibration(
+    lengths: Annotated[str, typer.Option("--lengths", help="comma-separated numbers of intervals")] = "30,60,120,300",
+    phis: Annotated[str, typer.Option("--phis", help="comma-separated AR(1) coefficients")] = "0,0.5,0.8",
+    reps: Annotated[int, typer.Option("--reps", min=10, help="A/A runs per cell")] = 400,
+    json_out: Annotated[bool, _JSON] = False,
+) -> None:
+    """False-positive rate at alpha=0.05 of the A/B CIs on A/A autocorrelated noise (should be ~0.05)."""
+    from cachetuner.ab.validation import calibration
+
+    try:
+        ns = [int(x) for x in lengths.split(",") if x.strip()]
+        ps = [float(x) for x in phis.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError("--lengths / --phis: expected comma-separated numbers") from None
+    rows = calibration(ns, ps, reps=reps)
+    if json_out:
+        emit_json({"alpha": 0.05, "reps": reps, "rows": rows})
+    else:
+        for r in rows:
+            out.print(r)

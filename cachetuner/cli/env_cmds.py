@@ -30,41 +30,53 @@ def _load_cfg(config: Path | None, section: str | None) -> Any:
     return EnvConfig.from_yaml(config, key=section)
 
 
-def _run_random(cfg: Any, steps: int, seed: int) -> dict[str, Any]:
-    """Random actions for ``steps`` steps (resets at episode ends); warm-up/JIT excluded from timing."""
+def _run_interleaved(cfgs: dict[str, Any], steps: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Random actions on one env per variant, stepped alternately with the same action sequence so that
+    a busy machine slows every variant alike; JIT compilation and resets are excluded from the timing.
+    ``cpu_*`` figures use this thread's CPU time (robust to other processes), the rest wall time."""
     from cachetuner.env import CacheTuningEnv
 
-    env = CacheTuningEnv(cfg)
-    env.action_space.seed(seed)
-    env.reset(seed=seed)
-    env.step(env.action_space.sample())  # compile everything before timing
-    env.reset(seed=seed)
-    n_req = 0
-    resets = 0
-    t_reset = 0.0
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        _obs, _r, term, trunc, info = env.step(env.action_space.sample())
-        n_req += info["snapshot"].requests
-        if term or trunc:
-            r0 = time.perf_counter()
-            env.reset()
-            t_reset += time.perf_counter() - r0
-            resets += 1
-    dt = time.perf_counter() - t0 - t_reset
-    res = {
-        "steps": steps,
-        "seconds": round(dt, 3),
-        "steps_per_s": round(steps / dt, 1),
-        "sim_requests_per_s": round(n_req / dt),
-        "requests_per_step": round(n_req / steps),
-        "resets": resets,
-        "reset_seconds_mean": round(t_reset / resets, 4) if resets else None,
-    }
-    if env.whatif is not None:
-        res.update(whatif_rate=env.whatif.rate, whatif_mini_caches=len(env.whatif.labels))
-    env.close()
-    return res
+    envs = {name: CacheTuningEnv(c) for name, c in cfgs.items()}
+    first = next(iter(envs.values()))
+    first.action_space.seed(seed)
+    actions = [first.action_space.sample() for _ in range(steps + 1)]
+    stats = {name: {"wall": 0.0, "cpu": 0.0, "requests": 0, "resets": 0, "reset_s": 0.0} for name in envs}
+    for env in envs.values():
+        env.reset(seed=seed)
+        env.step(actions[0])  # compile everything before timing
+        env.reset(seed=seed)
+    for a in actions[1:]:
+        for name, env in envs.items():
+            st = stats[name]
+            w0, c0 = time.perf_counter(), time.thread_time()
+            _obs, _r, term, trunc, info = env.step(a)
+            st["wall"] += time.perf_counter() - w0
+            st["cpu"] += time.thread_time() - c0
+            st["requests"] += info["snapshot"].requests
+            if term or trunc:
+                r0 = time.perf_counter()
+                env.reset()
+                st["reset_s"] += time.perf_counter() - r0
+                st["resets"] += 1
+    out_: dict[str, dict[str, Any]] = {}
+    for name, env in envs.items():
+        st = stats[name]
+        res: dict[str, Any] = {
+            "steps": steps,
+            "seconds": round(st["wall"], 3),
+            "steps_per_s": round(steps / st["wall"], 1),
+            "sim_requests_per_s": round(st["requests"] / st["wall"]),
+            "cpu_steps_per_s": round(steps / st["cpu"], 1),
+            "requests_per_step": round(st["requests"] / steps),
+            "resets": st["resets"],
+            "reset_seconds_mean": round(st["reset_s"] / st["resets"], 4) if st["resets"] else None,
+        }
+        if env.whatif is not None:
+            res.update(whatif_rate=round(env.whatif.rate, 5), whatif_mini_caches=len(env.whatif.labels),
+                       whatif_sampled_keys=env.whatif.sampled_keys)  # fmt: skip
+        out_[name] = res
+        env.close()
+    return out_
 
 
 @bench_app.command("env")
@@ -77,11 +89,12 @@ def bench_env(
 ) -> None:
     """Env steps/s and simulated requests/s with random actions, what-if features on vs off."""
     cfg = _load_cfg(config, section)
-    results = {}
-    for name, enabled in (("whatif_on", True), ("whatif_off", False)):
-        c = cfg.model_copy(update={"whatif": cfg.whatif.model_copy(update={"enabled": enabled})})
-        console.log(f"bench env: {name}, {steps} steps")
-        results[name] = _run_random(c, steps, seed)
+    variants = {
+        name: cfg.model_copy(update={"whatif": cfg.whatif.model_copy(update={"enabled": enabled})})
+        for name, enabled in (("whatif_on", True), ("whatif_off", False))
+    }
+    console.log(f"bench env: what-if on and off, {steps} interleaved steps each")
+    results = _run_interleaved(variants, steps, seed)
     on, off = results["whatif_on"], results["whatif_off"]
     report = {
         "workloads": [w.label for w in cfg.workloads],
@@ -89,6 +102,7 @@ def bench_env(
         "action_space": cfg.actions.space,
         **results,
         "whatif_cost_ratio": round(off["steps_per_s"] / on["steps_per_s"], 3),
+        "whatif_cpu_cost_ratio": round(off["cpu_steps_per_s"] / on["cpu_steps_per_s"], 3),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }
     if json_out:

@@ -79,11 +79,10 @@ def evaluate_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """LSTM vs last value / EWMA / count-min sketch on the later part of a trace (time split)."""
+    from cachetuner.cli.trace_options import load_params_file
     from cachetuner.hotness_model.config import HotnessExperiment, TraceSource, load_experiment
     from cachetuner.hotness_model.dataset import build_dataset
     from cachetuner.hotness_model.train import evaluate_models, load_scripted, load_trace, run_experiment
-
-    from cachetuner.cli.trace_options import load_params_file
 
     src = TraceSource(
         path=trace, format=format, size_model=size_model, rate=rate, limit=limit, seed=seed,
@@ -176,6 +175,26 @@ def bench_hotness(
     from cachetuner.serving.bench import run_bench
 
     res = run_bench(model, batch=batch, batches=batches, log=console.log)
+    if json_out:
+        emit_json(res)
+    else:
+        out.print(res)
+
+
+@hotness_app.command("ablation")
+def ablation_cmd(
+    timesteps: Annotated[int, typer.Option("--timesteps", min=128, help="PPO env steps per arm.")] = 3000,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    max_keys: Annotated[int, typer.Option("--max-keys", min=16, help="Keys tracked by the hotness features.")] = 1024,
+    eval_episodes: Annotated[int, typer.Option("--eval-episodes", min=1)] = 2,
+    tracking_uri: Annotated[str | None, typer.Option("--tracking-uri")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """PPO with vs without hotness features (same budget, seed and evaluation episodes), logged to MLflow."""
+    from cachetuner.hotness_model.ablation import run_ablation
+
+    res = run_ablation(timesteps=timesteps, seed=seed, max_keys=max_keys, eval_episodes=eval_episodes,
+                       tracking_uri=tracking_uri, log=console.log)
     if json_out:
         emit_json(res)
     else:

@@ -253,6 +253,7 @@ def live_eval_cmd(
     redis: Annotated[str | None, typer.Option("--redis", help="Use this Redis instead of starting a stack.")] = None,
     prometheus: Annotated[str | None, typer.Option("--prometheus", help="Prometheus scraping that Redis's exporter.")] = None,
     stack_dir: Annotated[Path | None, typer.Option("--stack-dir", help="Use a running `stack up --dir` stack.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="Training config of the model (default: train_config.yaml next to it).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """A short PPO evaluation episode on a live Redis (starts a local stack unless URLs are given)."""
@@ -273,7 +274,7 @@ def live_eval_cmd(
 
     res = live_eval(
         str(model), tr, intervals=intervals, interval_s=interval_s, rate=rate, redis_url=redis, prometheus_url=prometheus,
-        stack_dir=str(stack_dir) if stack_dir else None, on_row=show,
+        stack_dir=str(stack_dir) if stack_dir else None, on_row=show, config_path=str(config) if config else None,
     )  # fmt: skip
     if json_out:
         emit_json(res)

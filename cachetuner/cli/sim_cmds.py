@@ -48,9 +48,15 @@ BENCH_REQUESTS = 1_000_000
 
 
 def _build_params(
-    per_key_overhead: int | None, base_memory: int | None, clients: int | None, l2_capacity: int
+    per_key_overhead: int | None,
+    base_memory: int | None,
+    clients: int | None,
+    l2_capacity: int,
+    eviction_order: str = "make-room",
 ) -> SimParams:
-    p = SimParams()
+    if eviction_order not in ("make-room", "redis"):
+        raise ConfigError(f"--eviction-order {eviction_order!r}: valid: make-room, redis")
+    p = SimParams(eviction_order=eviction_order)  # type: ignore[arg-type]
     mem = p.memory.model_dump()
     if per_key_overhead is not None:
         mem["per_key_overhead"] = per_key_overhead
@@ -86,6 +92,9 @@ def simulate_cmd(
     base_memory: Annotated[int | None, typer.Option("--base-memory", min=0, help="used_memory of an empty Redis")] = None,
     clients: Annotated[int | None, typer.Option("--clients", min=1, help="number of application clients")] = None,
     l2_capacity: Annotated[str, typer.Option("--l2-capacity", help="second-tier size (0 = no L2)")] = "0",
+    eviction_order: Annotated[
+        str, typer.Option("--eviction-order", help="make-room (evict until each write fits) or redis (evict before each command)")
+    ] = "make-room",
     interval: Annotated[float, typer.Option("--interval", min=0, help="seconds per reported interval")] = 60.0,
     sim_seed: Annotated[int, typer.Option("--sim-seed", help="seed of the simulator's random stream")] = 0,
     json_out: JsonOpt = False,
@@ -93,7 +102,8 @@ def simulate_cmd(
     """Replay a trace through the Redis 7 simulator under one configuration and report the totals."""
     get_policy(policy)
     tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
-    p = _build_params(per_key_overhead, base_memory, clients, parse_size(l2_capacity, tr, what="--l2-capacity"))
+    l2_bytes = parse_size(l2_capacity, tr, what="--l2-capacity")
+    p = _build_params(per_key_overhead, base_memory, clients, l2_bytes, eviction_order)
     mm = parse_size(maxmemory, tr, p, what="--maxmemory")
     try:
         cfg = RedisConfig(
@@ -149,7 +159,7 @@ def bench_sim(
     seed: SeedOpt = 0,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help=f"requests (default {BENCH_REQUESTS:,})")] = None,
     maxmemory: Annotated[str, typer.Option("--maxmemory", help="bytes, units or % of working set")] = "10%",
-    repeat: Annotated[int, typer.Option("--repeat", min=1, help="timed runs per engine; the best is kept")] = 3,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="timed runs per engine; the best is kept")] = 5,
     json_out: JsonOpt = False,
 ) -> None:
     """Throughput and miss counts: this simulator (allkeys-lru samples 5, exact-lru) vs libCacheSim LRU.

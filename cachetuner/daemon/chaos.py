@@ -89,6 +89,7 @@ class FaultWindow:
     fault_start: float = 0.0
     fault_end: float = 0.0
     end: float = 0.0
+    recovery_s: float | None = None  # fault end -> first fresh decision
     notes: list[str] = field(default_factory=list)
     checks: dict[str, bool] = field(default_factory=dict)
 
@@ -107,7 +108,7 @@ class Monitor(threading.Thread):
         while not self.stop_event.is_set():
             try:
                 values = client.config_get(*CONFIG_NAMES)
-                self.obs.append(Observation(time.time(), RedisConfig.from_redis(values)))
+                self.obs.append(Observation(time.time(), RedisConfig.from_redis({str(k): str(v) for k, v in values.items()})))
             except Exception as e:  # noqa: BLE001 (Redis down / paused is what we inject)
                 self.obs.append(Observation(time.time(), None, type(e).__name__))
             self.stop_event.wait(self.period_s)
@@ -201,6 +202,7 @@ class ChaosRun:
         self.interval_s = interval_s
         self.duration = duration_per_fault
         self.settle = max(3.0 * interval_s, 3.0)
+        self.recovery_timeout = max(30.0, 10 * interval_s)
         self.log = log
         self.password = os.urandom(12).hex()
         self.daemon: subprocess.Popen[bytes] | None = None
@@ -355,15 +357,30 @@ class ChaosRun:
         self.log(f"fault {name}: injecting for {self.duration:g}s")
         getattr(self, f"_fault_{name}")(w)
         w.fault_end = time.time()
-        time.sleep(self.settle)
         if name == "sigterm":
             w.end = time.time()
             return w
+        w.recovery_s = self.wait_fresh_decision(w.fault_end, timeout_s=self.recovery_timeout)
+        time.sleep(self.interval_s)
         w.end = time.time()
         w.checks["daemon_alive"] = self.daemon is not None and self.daemon.poll() is None
         h = self.health()
         w.checks["healthz_ok"] = bool(h and h.get("ok"))
         return w
+
+    def wait_fresh_decision(self, since: float, timeout_s: float) -> float | None:
+        """Seconds from ``since`` to the first decision on fresh metrics (None: none within ``timeout_s``)."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            for r in read_audit(self.workdir / "daemon" / "audit.jsonl"):
+                if (
+                    float(r.get("t", 0)) >= since
+                    and r.get("phase") in ("decision", "intent")
+                    and (r.get("slo") or {}).get("judged")
+                ):
+                    return round(float(r["t"]) - since, 2)
+            time.sleep(0.2)
+        return None
 
     def health(self) -> dict[str, Any] | None:
         addr = self.workdir / "daemon" / "daemon.addr"
@@ -503,6 +520,29 @@ def _cfg(d: dict[str, Any] | None) -> RedisConfig | None:
     return None if d is None else RedisConfig(**d)
 
 
+def _apply_spans(records: list[dict[str, Any]]) -> list[tuple[float, float, RedisConfig, RedisConfig]]:
+    """(intent time, outcome time, config before, config requested) of every audited apply."""
+    outcome_t = {r["decision_id"]: float(r["t"]) for r in records if r.get("phase") in ("outcome", "reconciled")}
+    spans = []
+    for r in records:
+        if r.get("phase") == "intent" and r.get("current") and r.get("to_apply"):
+            end = outcome_t.get(r["decision_id"], float("inf"))
+            spans.append((float(r["t"]), end, RedisConfig(**r["current"]), RedisConfig(**r["to_apply"])))
+    return spans
+
+
+def _mid_apply(c: RedisConfig, t: float, spans: list[tuple[float, float, RedisConfig, RedisConfig]], slack: float = 0.5) -> bool:
+    """True when ``c`` was seen while an audited apply was in flight and every parameter equals either the
+    old or the requested value: the live backend sets parameters one ``CONFIG SET`` at a time, so a
+    reader can catch the mix in between (not a lost decision)."""
+    for t0, t1, old, new in spans:
+        if t0 - slack <= t <= t1 + slack:
+            a, b, x = old.model_dump(), new.model_dump(), c.model_dump()
+            if all(x[k] in (a[k], b[k]) for k in x):
+                return True
+    return False
+
+
 def _rollback_delay(rb: dict[str, Any], records: list[dict[str, Any]]) -> int:
     """Loop intervals from the first SLO-breaching interval after the change being undone to the rollback
     (0 = rolled back in the very interval whose metrics showed the breach)."""
@@ -542,7 +582,10 @@ def evaluate_window(
                 c = _cfg(r.get(k))
                 if c is not None:
                     explained.add(c)
-    unexplained = {o.config for o in seen if o.config not in explained}
+    applies = _apply_spans(records)
+    unexplained = {
+        o.config for o in seen if o.config not in explained and not _mid_apply(o.config, o.t, applies)  # type: ignore[arg-type]
+    }
     rollbacks = [r for r in in_w if r.get("phase") == "intent" and r.get("action") == "rollback"]
     rb_after = [r for r in rollbacks if float(r["t"]) >= w.fault_start]
     to_first_rollback = math.ceil((float(rb_after[0]["t"]) - w.fault_start) / interval_s) if rb_after else None
@@ -587,6 +630,7 @@ def evaluate_window(
         "intervals_fault_to_rollback": to_first_rollback,
         "decisions": sum(1 for r in in_w if r.get("phase") in ("decision", "intent")),
         "applied": sum(1 for r in in_w if r.get("phase") == "outcome" and r.get("outcome") == "applied"),
+        "recovery_s": w.recovery_s,
         "checks": checks,
         "notes": "; ".join(w.notes),
     }
@@ -631,6 +675,9 @@ def run_chaos(
         obs = list(run.monitor.obs) if hasattr(run, "monitor") else []
         run.teardown()
     records = read_audit(workdir / "daemon" / "audit.jsonl")
+    with open(workdir / "monitor.jsonl", "w") as fh:  # the CONFIG GET observations, for re-auditing
+        for o in obs:
+            fh.write(json.dumps({"t": o.t, "config": o.config.model_dump() if o.config else None, "error": o.error}) + "\n")
     stack_conf = RedisConfig(maxmemory=64 * MIB, maxmemory_policy="allkeys-lru")
     baseline = baseline | {stack_conf, RedisConfig.from_redis({**stack_conf.to_redis()})}
     report = {

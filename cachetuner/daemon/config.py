@@ -105,7 +105,7 @@ class PolicyConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "static"
+    name: str = "hold"
     model: str | None = Field(None, description="ppo: model .zip path or MLflow URI runs:/<id>/model, models:/<name>/<v>")
     env_config: str | None = Field(
         None, description="experiment YAML whose `env:` section the policy was trained with (observation/decoder)"

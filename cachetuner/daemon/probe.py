@@ -36,7 +36,7 @@ class RedisProbe:
 
     def config(self) -> RedisConfig:
         values = self._client.config_get(*CONFIG_NAMES)
-        return RedisConfig.from_redis({k: str(v) for k, v in values.items()})
+        return RedisConfig.from_redis({str(k): str(v) for k, v in values.items()})
 
     def rewrite(self) -> None:
         self._client.config_rewrite()

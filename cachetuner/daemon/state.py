@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import RedisConfig
+from cachetuner.errors import ConfigError
 
 
 class TargetState(BaseModel):
@@ -71,7 +72,10 @@ def load_state(path: str | Path) -> DaemonState:
     p = Path(path)
     if not p.exists():
         return DaemonState()
-    return DaemonState.model_validate_json(p.read_text(encoding="utf-8"))
+    try:
+        return DaemonState.model_validate_json(p.read_text(encoding="utf-8"))
+    except ValueError as e:  # only a hand-edited file can be torn: writes are atomic
+        raise ConfigError(f"{p}: unreadable daemon state ({str(e).splitlines()[0]}); fix it or move it away") from None
 
 
 def save_state(path: str | Path, state: DaemonState) -> None:

@@ -72,8 +72,9 @@ class CacheTuningEnv(gym.Env):
 
     ## Episode End
     Never terminated (a cache has no terminal state). Truncated when the workload window ends:
-    after ``episode_intervals`` steps, or at the trace's end when ``episode_intervals`` is ``None``.
-    Registered ids also carry a ``TimeLimit`` of ``max_episode_steps`` (default ``episode_intervals``).
+    after ``episode_intervals`` steps, or at the trace's end when ``episode_intervals`` is ``None``;
+    or after ``max_episode_steps`` steps when that is set (for backends without an end, e.g. live).
+    Registered ids also carry Gymnasium's ``TimeLimit`` (30 steps: the default ``episode_intervals``).
 
     ## Arguments
     ``cfg``: :class:`EnvConfig` (or a dict validated into one; ``None`` = defaults).
@@ -253,7 +254,8 @@ class CacheTuningEnv(gym.Env):
         reward = self._reward_fn(cost, snap, self._prev, self.cfg.reward)
         self._prev = snap
         self._steps += 1
-        truncated = bool(self.backend.exhausted)
+        limit = self.cfg.max_episode_steps
+        truncated = bool(self.backend.exhausted) or (limit is not None and self._steps >= limit)
         self._done = truncated
         info = self._info(snap, cost, in_force)
         if result is not None:

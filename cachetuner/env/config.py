@@ -222,7 +222,7 @@ class EnvConfig(BaseModel):
         description="simulator world model; its cost section is overridden by `reward` (one source of truth)",
     )
     max_episode_steps: int | None = Field(
-        None, ge=1, description="TimeLimit for registered ids; None = episode_intervals"
+        None, ge=1, description="truncate after this many steps even if the window goes on; None = at the window end"
     )
 
     @classmethod

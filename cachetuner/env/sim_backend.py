@@ -14,15 +14,13 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 
-import numba as nb
 import numpy as np
 
 from cachetuner.backend import ApplyResult, RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import EnvConfig, WorkloadSpec
-from cachetuner.errors import BackendError, ConfigError
+from cachetuner.errors import BackendError, CacheTunerError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
-from cachetuner.sim.memory import key_charge
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Trace
 
@@ -52,29 +50,32 @@ def load_workload(spec: WorkloadSpec) -> Trace:
     return trace
 
 
-@nb.njit(cache=True)
-def _sum_charges(flat: int, key_bytes: np.ndarray, sizes: np.ndarray, has_ttl: np.ndarray, seen: np.ndarray) -> int:
-    total = 0
-    for k in range(len(sizes)):
-        if seen[k]:
-            total += key_charge(flat, key_bytes[k], sizes[k], has_ttl[k])
-    return total
+def _load(i: int, spec: WorkloadSpec) -> Trace:
+    try:
+        return load_workload(spec)
+    except CacheTunerError as e:
+        raise ConfigError(f"env.workloads.{i}.trace ({spec.trace}): {e}") from None
+
+
+_WS_CACHE: OrderedDict[tuple[int, str], tuple[Trace, int]] = OrderedDict()
 
 
 def working_set_bytes(trace: Trace, params: SimParams) -> int:
     """``used_memory`` the simulator would reach holding every key of ``trace`` at its last size
-    (the simulator's own per-key charge) plus Redis's fixed memory (empty instance + client buffers)."""
-    n = trace.n_keys
-    sizes = np.zeros(n, dtype=np.int64)
-    sizes[trace.keys] = trace.sizes
-    has_ttl = np.zeros(n, dtype=np.bool_)
-    has_ttl[trace.keys] = trace.ttls > 0
-    seen = np.zeros(n, dtype=np.bool_)
-    seen[trace.keys] = True
-    flat = -1 if params.memory.per_key_overhead is None else int(params.memory.per_key_overhead)
-    data = _sum_charges(flat, trace.key_bytes.astype(np.int64), sizes, has_ttl, seen)
+    (the simulator's own per-key charge, :func:`cachetuner.sim.sizing.working_set_charge`) plus
+    Redis's fixed memory (empty instance + client buffers). Memoised per (trace, params)."""
+    from cachetuner.sim.sizing import working_set_charge
+
+    key = (id(trace), params.model_dump_json())
+    hit = _WS_CACHE.get(key)
+    if hit is not None and hit[0] is trace:
+        return hit[1]
     fixed = params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes
-    return int(data + fixed)
+    value = int(working_set_charge(trace, params) + fixed)
+    _WS_CACHE[key] = (trace, value)
+    while len(_WS_CACHE) > _TRACE_CACHE_SIZE:
+        _WS_CACHE.popitem(last=False)
+    return value
 
 
 def sim_params_for(cfg: EnvConfig) -> SimParams:
@@ -102,7 +103,7 @@ class SimBackend:
         self.cfg = cfg
         self.interval_s = float(cfg.interval_s)
         self.params = sim_params_for(cfg)
-        self.traces = list(traces) if traces is not None else [load_workload(w) for w in cfg.workloads]
+        self.traces = list(traces) if traces is not None else [_load(i, w) for i, w in enumerate(cfg.workloads)]
         if len(self.traces) != len(cfg.workloads):
             raise ConfigError(f"env.workloads: {len(cfg.workloads)} specs but {len(self.traces)} traces given")
         self.names = [w.label for w in cfg.workloads]

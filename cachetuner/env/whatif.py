@@ -133,8 +133,9 @@ class WhatIfEstimator:
         if n_keys_hint and cfg.min_keys:
             rate = max(rate, min(1.0, cfg.min_keys / n_keys_hint))
         self.rate = float(rate)
-        expected = int(self.rate * n_keys_hint * 1.2) + 1024 if n_keys_hint else 1 << 14
-        self._build(expected)
+        self._n_keys_hint = int(n_keys_hint) if n_keys_hint else 0
+        self._make_lut()
+        self._build(self._base + 1024 if self._lut is not None else 1 << 14)
 
     # -- public -------------------------------------------------------------------------------------------
     @property
@@ -143,13 +144,16 @@ class WhatIfEstimator:
 
     @property
     def sampled_keys(self) -> int:
-        return len(self._known)
+        """Distinct sampled keys seen so far (every sampled key of the space when it is known)."""
+        return self._base + len(self._known)
 
     def set_config(self, config: RedisConfig) -> None:
         """Follow the real cache: mini sizes are factors of ``config.maxmemory``; the mirror takes its policy."""
         self._config = config
         for m in self._minis:
-            m.sim.apply_config(self._mini_config(m))  # type: ignore[attr-defined]
+            new = self._mini_config(m)
+            if new != m.sim.config:  # type: ignore[attr-defined]  # e.g. a timeout-only change touches none
+                m.sim.apply_config(new)  # type: ignore[attr-defined]
 
     def update(self, sample: RequestSample, total_gets: int | None = None) -> dict[str, float]:
         """Feed one interval's requests; return each mini cache's hit-ratio estimate for that interval.
@@ -161,12 +165,20 @@ class WhatIfEstimator:
         if sample.rate < 1.0 and sample.rate < self.rate - 1e-12:
             # The stream is already a (coarser) sample by the same hash: use it as is.
             self.rate = float(sample.rate)
-            self._build(self._capacity)
+            self._make_lut()
+            self._build(self._base + 1024 if self._lut is not None else self._capacity)
         keys = np.asarray(sample.keys, dtype=np.int64)
         all_ops = np.asarray(sample.ops, dtype=np.uint8) if len(sample.ops) else np.zeros(len(keys), np.uint8)
         if total_gets is None and sample.rate >= 1.0:
             total_gets = int(np.count_nonzero(all_ops == Op.GET))
-        keep = hash_sample_mask(keys, self.rate, self.cfg.modulus) if self.rate < sample.rate else None
+        lut = self._lut
+        local: np.ndarray | None = None
+        if lut is not None and (len(keys) == 0 or (keys.min() >= 0 and keys.max() < len(lut))):
+            loc = lut[keys]  # dense key ids (simulator): one table lookup instead of hashing
+            keep: np.ndarray | None = loc >= 0
+            local = loc[keep]
+        else:
+            keep = hash_sample_mask(keys, self.rate, self.cfg.modulus) if self.rate < sample.rate else None
 
         def sel(a: np.ndarray) -> np.ndarray:
             return np.asarray(a)[keep] if keep is not None else np.asarray(a)
@@ -182,7 +194,8 @@ class WhatIfEstimator:
                 out[m.label] = 1.0 if expected else float("nan")
             self._last = out
             return out
-        local = self._local_ids(keys)
+        if local is None:
+            local = self._local_ids(keys)
         trace = Trace(
             name="whatif",
             timestamps=sel(sample.timestamps).astype(np.float64),
@@ -242,6 +255,7 @@ class WhatIfEstimator:
         """Independent deep copy, mini-cache state included (each mini cache via ``TieredCacheSim.clone``)."""
         new = copy.copy(self)
         new._known, new._ids, new._last = self._known.copy(), self._ids.copy(), dict(self._last)
+        # the key table is never modified in place, so sharing it is safe
         new._minis = [dataclasses.replace(m, sim=m.sim.clone()) for m in self._minis]  # type: ignore[attr-defined]
         return new
 
@@ -251,6 +265,16 @@ class WhatIfEstimator:
         data_bytes = self._config.maxmemory * m.factor - self._fixed_bytes
         size = max(1, int(round(data_bytes * self.rate)))
         return self._config.evolve(maxmemory=size, maxmemory_policy=policy, timeout=0)
+
+    def _make_lut(self) -> None:
+        """For a known dense key space ``0..n_keys_hint-1``: sampled key -> local id, others -1."""
+        if not self._n_keys_hint:
+            self._lut, self._base = None, 0
+            return
+        sampled = np.flatnonzero(hash_sample_mask(np.arange(self._n_keys_hint), self.rate, self.cfg.modulus))
+        self._lut = np.full(self._n_keys_hint, -1, dtype=np.int64)
+        self._lut[sampled] = np.arange(len(sampled), dtype=np.int64)
+        self._base = len(sampled)  # ids below are the table's; keys outside it get ids from here on
 
     def _build(self, capacity: int) -> None:
         from cachetuner.sim import TieredCacheSim
@@ -289,7 +313,7 @@ class WhatIfEstimator:
             if len(self._known) else np.zeros(len(uniq), dtype=bool)
         new = uniq[~found]
         if len(new):
-            start = len(self._known)
+            start = self._base + len(self._known)
             if start + len(new) > self._capacity:
                 self._grow(start + len(new))  # forgets every mapping: map this interval afresh
                 return self._local_ids(keys)

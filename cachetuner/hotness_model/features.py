@@ -133,7 +133,7 @@ class HotnessFeatures(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return self._extend(obs, info), reward, terminated, truncated, info
+        return self._extend(obs, info), float(reward), terminated, truncated, info
 
     # -- internals ----------------------------------------------------------------------------------------
     def _maxmemory(self, info: dict) -> float:
@@ -151,7 +151,9 @@ class HotnessFeatures(gym.Wrapper):
         feats = self._features(self._maxmemory(info), sample.rate)
         self.last_features = dict(zip(FEATURE_NAMES, feats, strict=True))
         info["hotness"] = dict(self.last_features)
-        extra = np.clip(np.asarray(feats, np.float64), self.observation_space.low[-4:], self.observation_space.high[-4:])
+        space = self.observation_space
+        assert isinstance(space, gym.spaces.Box)
+        extra = np.clip(np.asarray(feats, np.float64), space.low[-4:], space.high[-4:])
         return np.concatenate([obs, extra.astype(obs.dtype)])
 
     def _features(self, maxmemory: float, rate: float) -> list[float]:

@@ -19,7 +19,10 @@ import torch
 class HotnessPredictor(Protocol):
     """Batch hotness inference. ``backend`` names where it ran last (for logs and gauges)."""
 
-    seq_len: int
+    @property
+    def seq_len(self) -> int:
+        """History buckets per input row."""
+        ...
 
     @property
     def backend(self) -> str: ...
@@ -51,10 +54,11 @@ class InProcessPredictor:
     def __init__(self, model: str | Path | torch.nn.Module, *, batch_size: int = 1024, device: str = "auto") -> None:
         torch.set_num_threads(1)
         self.device = pick_device(device)
-        if isinstance(model, str | Path):
-            model = torch.jit.load(str(model), map_location=self.device)
-        self.model = model.to(self.device).eval()
-        self.seq_len = int(model.seq_len)
+        module: torch.nn.Module = (
+            torch.jit.load(str(model), map_location=self.device) if isinstance(model, str | Path) else model
+        )
+        self.model = module.to(self.device).eval()
+        self.seq_len = int(module.seq_len)  # type: ignore[arg-type]
         self.batch_size = batch_size
 
     @property

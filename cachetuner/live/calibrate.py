@@ -52,14 +52,16 @@ class Calibration:
         )
 
     def sim_params(self, base: SimParams | None = None, n_clients: int = 1) -> SimParams:
-        """``base`` with the calibrated memory model and ``n_clients`` replayer connections."""
+        """``base`` with the calibrated memory model, ``n_clients`` replayer connections and Redis's
+        own eviction order (evict before each command while over maxmemory; a write may overshoot)."""
         base = base or SimParams()
-        return base.model_copy(
-            update={
-                "memory": self.memory_params(),
-                "clients": ClientParams(n_clients=n_clients, activity_skew=0.0, client_buffer_bytes=self.client_buffer_bytes),
-            }
-        )
+        update: dict = {
+            "memory": self.memory_params(),
+            "clients": ClientParams(n_clients=n_clients, activity_skew=0.0, client_buffer_bytes=self.client_buffer_bytes),
+        }
+        if "eviction_order" in SimParams.model_fields:
+            update["eviction_order"] = "redis"
+        return SimParams.model_validate({**base.model_dump(), **{k: v if not hasattr(v, "model_dump") else v.model_dump() for k, v in update.items()}})
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -104,6 +104,7 @@ class _Harness:
         opts = ReplayOptions(
             rate=self.opts.rate, pipeline=self.opts.pipeline, metrics_port=None, sample_rate=0.0, start=start,
             max_requests=count, record_send_times=True, miss_latency_ms=0.0, miss_sigma=0.0, duration_s=3600.0,
+            exact_order=True,
         )  # fmt: skip
         res = replay(self.trace, self.url, opts)
         assert res.send_times is not None

@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,19 @@ def load_ppo(path: str) -> Any:
         return PPO.load(path, device="cpu")
     except (OSError, ValueError, KeyError) as e:
         raise ConfigError(f"--model {path}: cannot load an SB3 PPO model ({e})") from e
+
+
+def _training_env(model_path: str, config_path: str | None) -> tuple[Any, bool]:
+    """(EnvConfig or None, price_features) from the training config of the model, when there is one."""
+    path = Path(config_path) if config_path else Path(model_path).with_name("train_config.yaml")
+    if not path.is_file():
+        if config_path:
+            raise ConfigError(f"--config {config_path}: file not found")
+        return None, False
+    from cachetuner.agent.config import TrainConfig
+
+    tc = TrainConfig.from_yaml(path)
+    return tc.eval_env_config(), bool(tc.price_features)
 
 
 @contextlib.contextmanager
@@ -61,11 +75,19 @@ def live_eval(
     stack_dir: str | None = None,
     deterministic: bool = True,
     on_row: Callable[[dict], None] | None = None,
+    config_path: str | None = None,
 ) -> dict[str, Any]:
-    """Run ``intervals`` live steps with the PPO model; returns per-interval rows and totals."""
+    """Run ``intervals`` live steps with the PPO model; returns per-interval rows and totals.
+
+    ``config_path``: the training config (``train_config.yaml``, a :class:`~cachetuner.agent.config.TrainConfig`)
+    the model was trained with; by default the one next to the model file, if any. Its (evaluation)
+    env config shapes the live env's observation, and its ``price_features`` adds the agent's wrapper.
+    Without one, the default env config is used.
+    """
     from cachetuner.live.env_factory import make_live_env
 
     model = load_ppo(model_path)
+    env_cfg, price = _training_env(model_path, config_path)
     with _services(redis_url, prometheus_url, stack_dir) as (r_url, p_url, s_dir):
         stop = threading.Event()
         started = threading.Event()
@@ -88,12 +110,18 @@ def live_eval(
         try:
             if not started.wait(60.0) or "error" in result:
                 raise ServiceError(f"the background replay did not start: {result.get('error', 'timeout')}")
-            env = make_live_env(redis_url=r_url, prometheus_url=p_url, interval_s=interval_s, episode_intervals=intervals)
+            env = make_live_env(
+                redis_url=r_url, prometheus_url=p_url, interval_s=interval_s, cfg=env_cfg, episode_intervals=intervals
+            )
+            if price:
+                from cachetuner.agent.features import PriceFeatures
+
+                env = PriceFeatures(env)
             try:
                 if env.observation_space.shape != model.observation_space.shape:
                     raise ConfigError(
                         f"--model {model_path}: observation shape {model.observation_space.shape} does not match the live "
-                        f"env's {env.observation_space.shape} (train with the default env config)"
+                        f"env's {env.observation_space.shape} (pass the training config with --config)"
                     )
                 obs, _info = env.reset()
                 for i in range(intervals):
@@ -130,6 +158,7 @@ def live_eval(
     gets = sum(r["requests"] for r in rows)
     return {
         "model": model_path,
+        "train_config": str(config_path) if config_path else (str(Path(model_path).with_name("train_config.yaml")) if env_cfg else None),
         "trace": trace.name,
         "intervals": len(rows),
         "interval_s": interval_s,

@@ -103,6 +103,11 @@ def _is_same_process(pid: int, cmdline: list[str]) -> bool:
     return current == cmdline
 
 
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    return _proc_cmdline(pid) is not None and not _is_zombie(pid)
+
+
 def _wait_gone(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from cachetuner.hotness_model.model import HotnessLSTM, LSTMConfig
-from cachetuner.hotness_model.predictor import InProcessPredictor, pick_device
+from cachetuner.hotness_model.predictor import HotnessPredictor, InProcessPredictor, pick_device
 from cachetuner.serving.client import TritonPredictor
 from cachetuner.serving.export import write_triton_repo
 from cachetuner.serving.launcher import TritonServer
@@ -63,7 +63,7 @@ def run_bench(
         xs = [np.log1p(rng.poisson(2.0, (batch, local.seq_len))).astype(np.float32) for _ in range(8)]
         log(f"starting tritonserver ({kind}) ...")
         with TritonServer(repo) as srv:
-            paths = {
+            paths: dict[str, HotnessPredictor] = {
                 "triton_grpc": TritonPredictor(srv.grpc_url, protocol="grpc", batch_size=batch, timeout_s=30, retries=0),
                 "triton_http": TritonPredictor(srv.http_url, protocol="http", batch_size=batch, timeout_s=30, retries=0),
                 "in_process": local,

@@ -42,7 +42,6 @@ from cachetuner.sim.state import (
     F_NEXT_EVENT,
     F_NOW,
     FC_LATSUM_MS,
-    FC_MISSCOST,
     I_AE_TICK,
     I_CRON_SEC,
     I_DATA,
@@ -58,6 +57,14 @@ from cachetuner.sim.state import (
     I_PEAK,
     I_STARTED,
     I_TAIL,
+    KV_COST,
+    KV_DPOS,
+    KV_KEYLEN,
+    KV_LRU,
+    KV_NEXT,
+    KV_PREV,
+    KV_VPOS,
+    KV_VSIZE,
 )
 
 # Integer parameters (ipar).
@@ -208,27 +215,27 @@ def used_memory(S):
 # ----------------------------------------------------------------------------- exact LRU list
 @nb.njit(**_INLINE)
 def list_unlink(S, k):
-    p = S.prev[k]
-    n = S.nxt[k]
+    p = S.kv[k, KV_PREV]
+    n = S.kv[k, KV_NEXT]
     if p >= 0:
-        S.nxt[p] = n
+        S.kv[p, KV_NEXT] = n
     else:
         S.ist[I_HEAD] = n
     if n >= 0:
-        S.prev[n] = p
+        S.kv[n, KV_PREV] = p
     else:
         S.ist[I_TAIL] = p
-    S.prev[k] = -1
-    S.nxt[k] = -1
+    S.kv[k, KV_PREV] = -1
+    S.kv[k, KV_NEXT] = -1
 
 
 @nb.njit(**_INLINE)
 def list_push_head(S, k):
     h = S.ist[I_HEAD]
-    S.prev[k] = -1
-    S.nxt[k] = h
+    S.kv[k, KV_PREV] = -1
+    S.kv[k, KV_NEXT] = h
     if h >= 0:
-        S.prev[h] = k
+        S.kv[h, KV_PREV] = k
     else:
         S.ist[I_TAIL] = k
     S.ist[I_HEAD] = k
@@ -292,38 +299,38 @@ def l2_insert(S, k, size, exp):
 # ----------------------------------------------------------------------------- keyspace (db.c)
 @nb.njit(**_INLINE)
 def vol_add(S, k):
-    if S.vpos[k] < 0:
+    if S.kv[k, KV_VPOS] < 0:
         n = S.ist[I_NVOL]
         S.vkeys[n] = k
-        S.vpos[k] = n
+        S.kv[k, KV_VPOS] = n
         S.ist[I_NVOL] = n + 1
 
 
 @nb.njit(**_INLINE)
 def vol_remove(S, k):
-    i = S.vpos[k]
+    i = S.kv[k, KV_VPOS]
     if i >= 0:
         last = S.ist[I_NVOL] - 1
         moved = S.vkeys[last]
         S.vkeys[i] = moved
-        S.vpos[moved] = i
-        S.vpos[k] = -1
+        S.kv[moved, KV_VPOS] = i
+        S.kv[k, KV_VPOS] = -1
         S.ist[I_NVOL] = last
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def remove_key(S, k):
     """dbDelete(): drop a resident key from every structure (not counted by itself)."""
-    i = S.dpos[k]
+    i = S.kv[k, KV_DPOS]
     last = S.ist[I_NRES] - 1
     moved = S.dkeys[last]
     S.dkeys[i] = moved
-    S.dpos[moved] = i
-    S.dpos[k] = -1
+    S.kv[moved, KV_DPOS] = i
+    S.kv[k, KV_DPOS] = -1
     S.ist[I_NRES] = last
     vol_remove(S, k)
-    S.ist[I_DATA] -= S.kcost[k]
-    S.kcost[k] = 0
+    S.ist[I_DATA] -= S.kv[k, KV_COST]
+    S.kv[k, KV_COST] = 0
     S.expire[k] = 0.0
     if S.ist[I_LISTED]:
         list_unlink(S, k)
@@ -332,7 +339,7 @@ def remove_key(S, k):
 @nb.njit(**_INLINE)
 def expire_if_needed(S, k, now):
     """expireIfNeeded(): a resident key past its expire time is deleted (an expiration)."""
-    if S.dpos[k] >= 0 and S.expire[k] > 0.0 and now > S.expire[k]:
+    if S.kv[k, KV_VPOS] >= 0 and now > S.expire[k]:  # vpos >= 0: resident with a TTL
         remove_key(S, k)
         S.cnt[C_EXPIRED] += 1
         return True
@@ -343,11 +350,11 @@ def expire_if_needed(S, k, now):
 def touch(S, k, now):
     """lookupKey() access update: LFU counter (updateLFU) or LRU clock; exact-LRU move to head."""
     if S.ipar[P_SCORE] == SCORE_LFU:
-        c = lfu_decr_and_return(S.lru[k], now, S.ipar[P_LFU_DECAY])
+        c = lfu_decr_and_return(S.kv[k, KV_LRU], now, S.ipar[P_LFU_DECAY])
         c = lfu_log_incr(c, S.ipar[P_LFU_LOG], S.rng)
-        S.lru[k] = (lfu_minutes(now) << 8) | c
+        S.kv[k, KV_LRU] = (lfu_minutes(now) << 8) | c
     else:
-        S.lru[k] = lru_clock(now)
+        S.kv[k, KV_LRU] = lru_clock(now)
     if S.ist[I_LISTED] and S.ist[I_HEAD] != k:
         list_unlink(S, k)
         list_push_head(S, k)
@@ -359,9 +366,9 @@ def candidate_score(S, k, now):
     """The pool's ``idle``: higher = better eviction candidate."""
     score = S.ipar[P_SCORE]
     if score == SCORE_LRU:
-        return lru_idle_ms(S.lru[k], now)
+        return lru_idle_ms(S.kv[k, KV_LRU], now)
     if score == SCORE_LFU:
-        return 255 - lfu_decr_and_return(S.lru[k], now, S.ipar[P_LFU_DECAY])
+        return 255 - lfu_decr_and_return(S.kv[k, KV_LRU], now, S.ipar[P_LFU_DECAY])
     if score == SCORE_TTL:
         return TTL_SCORE_BASE - int(S.expire[k] * 1000.0)
     return 0
@@ -371,21 +378,24 @@ def candidate_score(S, k, now):
 def pool_populate(S, now):
     """evictionPoolPopulate(): sample keys into the 16-entry pool sorted by ascending idle.
 
-    Approximation: samples are uniform with replacement (Redis's dictGetSomeKeys walks consecutive
-    buckets from a random index). Returns the number of keys sampled (0 if none are candidates).
+    When there are no more candidates than ``maxmemory-samples`` every one is taken, as
+    dictGetSomeKeys returns the whole dict then. Otherwise, approximation: samples are uniform with
+    replacement (Redis walks consecutive hash buckets from a random index and returns distinct
+    keys). Returns the number of keys sampled (0 if none are candidates).
     """
     volatile = S.ipar[P_KEYS] == KEYS_VOLATILE
     n = S.ist[I_NVOL] if volatile else S.ist[I_NRES]
     if n == 0:
         return 0
     ns = S.ipar[P_SAMPLES]
-    if ns > n:
+    take_all = ns >= n
+    if take_all:
         ns = n
     pk = S.pool_key
     pi = S.pool_idle
     last = EVPOOL_SIZE - 1
-    for _ in range(ns):
-        j = rng_below(S.rng, n)
+    for s in range(ns):
+        j = s if take_all else rng_below(S.rng, n)
         k = S.vkeys[j] if volatile else S.dkeys[j]
         idle = candidate_score(S, k, now)
         i = 0
@@ -434,14 +444,14 @@ def select_victim(S, now):
                 continue
             S.pool_key[i] = -1
             # Ghost entries (deleted since they were pooled) are skipped, as in Redis.
-            if S.dpos[k] >= 0 and (not volatile or S.vpos[k] >= 0):
+            if S.kv[k, KV_DPOS] >= 0 and (not volatile or S.kv[k, KV_VPOS] >= 0):
                 return k
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def evict_one(S, k, now):
     """Delete an eviction victim, count it, and demote its value into L2."""
-    size = S.vsize[k]
+    size = S.kv[k, KV_VSIZE]
     exp = S.expire[k]
     remove_key(S, k)
     S.cnt[C_EVICT] += 1
@@ -464,7 +474,7 @@ def perform_evictions(S, now, incoming):
 
 
 # ----------------------------------------------------------------------------- writes (t_string.c)
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def write_key(S, k, size, exp, now):
     """SET (or a read-through fill): evict as needed, then store; False = OOM-rejected.
 
@@ -474,7 +484,7 @@ def write_key(S, k, size, exp, now):
     runs it: evict only while used > maxmemory *before* the command, then admit the write, which
     may overshoot until the next command evicts again.
     """
-    new_cost = key_charge(S.ipar[P_FLAT], S.keylen[k], size, exp > 0.0, S.ipar[P_LGQ])
+    new_cost = key_charge(S.ipar[P_FLAT], S.kv[k, KV_KEYLEN], size, exp > 0.0, S.ipar[P_LGQ])
     maxmem = S.ipar[P_MAXMEM]
     if maxmem > 0 and S.ipar[P_REDIS_ORDER]:
         if used_memory(S) > maxmem and not perform_evictions(S, now, 0):
@@ -485,7 +495,7 @@ def write_key(S, k, size, exp, now):
             S.cnt[C_REJECT] += 1
             return False
         while True:
-            old = S.kcost[k] if S.dpos[k] >= 0 else 0
+            old = S.kv[k, KV_COST] if S.kv[k, KV_DPOS] >= 0 else 0
             if used_memory(S) - old + new_cost <= maxmem:
                 break
             v = select_victim(S, now)
@@ -493,24 +503,24 @@ def write_key(S, k, size, exp, now):
                 S.cnt[C_REJECT] += 1
                 return False
             evict_one(S, v, now)
-    if S.dpos[k] >= 0:
+    if S.kv[k, KV_DPOS] >= 0:
         # Overwrite: lookupKeyWrite() touched it; dbSetValue() keeps the old lru/lfu field.
-        S.ist[I_DATA] += new_cost - S.kcost[k]
+        S.ist[I_DATA] += new_cost - S.kv[k, KV_COST]
         touch(S, k, now)
     else:
         n = S.ist[I_NRES]
         S.dkeys[n] = k
-        S.dpos[k] = n
+        S.kv[k, KV_DPOS] = n
         S.ist[I_NRES] = n + 1
         S.ist[I_DATA] += new_cost
         if S.ipar[P_SCORE] == SCORE_LFU:  # createObject()
-            S.lru[k] = (lfu_minutes(now) << 8) | LFU_INIT_VAL
+            S.kv[k, KV_LRU] = (lfu_minutes(now) << 8) | LFU_INIT_VAL
         else:
-            S.lru[k] = lru_clock(now)
+            S.kv[k, KV_LRU] = lru_clock(now)
         if S.ist[I_LISTED]:
             list_push_head(S, k)
-    S.kcost[k] = new_cost
-    S.vsize[k] = size
+    S.kv[k, KV_COST] = new_cost
+    S.kv[k, KV_VSIZE] = size
     S.expire[k] = exp
     if exp > 0.0:
         vol_add(S, k)
@@ -680,11 +690,14 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
         cnt[C_CMDS] += 1
         lat += jitter(S, l1)
 
+        do_write = False
+        w_size = 0
+        w_exp = 0.0
         if op == OP_GET:
             sz = sizes[i]
             cnt[C_GETS] += 1
             cnt[C_BREQ] += sz
-            if S.dpos[k] >= 0:
+            if S.kv[k, KV_DPOS] >= 0:
                 cnt[C_HITS] += 1
                 cnt[C_BHIT] += sz
                 touch(S, k, now)
@@ -704,26 +717,33 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
                         l2_push_head(S, k)
                     cnt[C_CMDS] += 1
                     lat += net + jitter(S, l1)
-                    write_key(S, k, S.l2size[k], S.l2exp[k], now)
+                    w_size = S.l2size[k]
+                    w_exp = S.l2exp[k]
+                    do_write = True
                 else:
                     cnt[C_BACKEND] += 1
-                    S.fcnt[FC_MISSCOST] += S.fpar[Q_MISS_COST]
                     lat += backend_ms(S)
                     if read_only:
                         cnt[C_CMDS] += 1
                         lat += net + jitter(S, l1)
                         ttl = ttls[i]
-                        write_key(S, k, sz, now + ttl if ttl > 0.0 else 0.0, now)
+                        w_size = sz
+                        w_exp = now + ttl if ttl > 0.0 else 0.0
+                        do_write = True
         elif op == OP_SET:
             ttl = ttls[i]
             if S.ipar[P_L2_ON]:
                 l2_remove(S, k)
-            write_key(S, k, sizes[i], now + ttl if ttl > 0.0 else 0.0, now)
+            w_size = sizes[i]
+            w_exp = now + ttl if ttl > 0.0 else 0.0
+            do_write = True
         else:
-            if S.dpos[k] >= 0:
+            if S.kv[k, KV_DPOS] >= 0:
                 remove_key(S, k)
             if S.ipar[P_L2_ON]:
                 l2_remove(S, k)
+        if do_write:
+            write_key(S, k, w_size, w_exp, now)
 
         record_latency(S, lat)
         u = used_memory(S)

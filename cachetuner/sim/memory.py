@@ -21,6 +21,9 @@ formula): key 20 B + value 10 B: 109.7 vs 109; value 40 B: 141.1 vs 141; 100 B: 
 Approximated: the hash tables are charged per key at their average load (Redis grows
 them in powers of two, so the true per-key share moves between 8 and 16 bytes); integer-encoded and
 shared-integer values are charged as strings.
+
+Numba's on-disk cache is keyed on each function's own source file: after editing this module,
+touch ``kernel.py`` (or delete ``cachetuner/sim/__pycache__``) so the kernel recompiles with it.
 """
 
 from __future__ import annotations

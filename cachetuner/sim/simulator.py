@@ -40,6 +40,10 @@ from cachetuner.sim.state import (
     I_NRES,
     I_PEAK,
     I_TAIL,
+    KV_DPOS,
+    KV_LRU,
+    KV_NEXT,
+    KV_PREV,
     KState,
     copy_state,
     lognormal_table,
@@ -87,6 +91,13 @@ class TieredCacheSim:
         self._sync_exact_list(None, self._config)
         self._mark = self._marks()
         self._last_hist = np.zeros_like(self._state.hist)
+
+    @classmethod
+    def for_trace(
+        cls, trace: Trace, config: RedisConfig | None = None, params: SimParams | None = None, seed: int = 0
+    ) -> TieredCacheSim:
+        """A simulator sized for ``trace``'s key space, charging its key-name lengths."""
+        return cls(trace.n_keys, config, params, seed=seed, key_bytes=trace.key_bytes)
 
     # ------------------------------------------------------------------ public API
     @property
@@ -162,6 +173,19 @@ class TieredCacheSim:
         other._last_hist = self._last_hist.copy()
         return other
 
+    def __deepcopy__(self, memo: dict) -> TieredCacheSim:
+        return self.clone()
+
+    def __getstate__(self) -> dict:
+        """Picklable (for subprocess vector envs): the kernel's StructRef view is rebuilt on load."""
+        d = self.__dict__.copy()
+        d.pop("_kstate", None)
+        return d
+
+    def __setstate__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        self._kstate = to_kernel(self._state)
+
     def reset(self) -> None:
         """Empty cache, clients not yet connected, counters and random stream restarted."""
         self._state = self._fresh_state()
@@ -186,7 +210,7 @@ class TieredCacheSim:
         return self._state.dkeys[: self.n_resident].copy()
 
     def is_resident(self, key: int) -> bool:
-        return bool(self._state.dpos[key] >= 0)
+        return bool(self._state.kv[key, KV_DPOS] >= 0)
 
     def expire_at(self, key: int) -> float:
         """Absolute expire time of a resident key (trace seconds); 0 when it has no TTL or is absent."""
@@ -194,12 +218,12 @@ class TieredCacheSim:
 
     def lru_field(self, key: int) -> int:
         """The key's 24-bit object field as Redis holds it (LRU clock or LFU minutes<<8|counter)."""
-        return int(self._state.lru[key])
+        return int(self._state.kv[key, KV_LRU])
 
     def lfu_counter(self, key: int) -> int:
         """LFU counter of ``key`` after decay, as OBJECT FREQ would report it now."""
         s = self._state
-        return int(K.lfu_decr_and_return(int(s.lru[key]), float(s.fst[0]), self._config.lfu_decay_time))
+        return int(K.lfu_decr_and_return(int(s.kv[key, KV_LRU]), float(s.fst[0]), self._config.lfu_decay_time))
 
     @property
     def last_latency_histogram(self) -> np.ndarray:
@@ -267,13 +291,13 @@ class TieredCacheSim:
         if want and not had:
             keys = s.dkeys[: s.ist[I_NRES]]
             now_clock = K.lru_clock(float(s.fst[0]))
-            idle = (now_clock - s.lru[keys]) % (K.LRU_CLOCK_MAX + 1)
+            idle = (now_clock - s.kv[keys, KV_LRU]) % (K.LRU_CLOCK_MAX + 1)
             order = keys[np.lexsort((keys, idle))]  # most recent (smallest idle) first
-            s.prev[:] = -1
-            s.nxt[:] = -1
+            s.kv[:, KV_PREV] = -1
+            s.kv[:, KV_NEXT] = -1
             if len(order):
-                s.prev[order[1:]] = order[:-1]
-                s.nxt[order[:-1]] = order[1:]
+                s.kv[order[1:], KV_PREV] = order[:-1]
+                s.kv[order[:-1], KV_NEXT] = order[1:]
                 s.ist[I_HEAD] = order[0]
                 s.ist[I_TAIL] = order[-1]
             else:

@@ -63,7 +63,7 @@ FC_MISSCOST = 1
 N_FCNT = 2
 
 N_PARAMS = 32  # room for kernel.P_* / kernel.Q_*
-QUANTILE_TABLE_SIZE = 4096
+QUANTILE_TABLE_SIZE = 1024  # 8 KiB: stays in L1 next to the hot state
 
 
 @functools.lru_cache(maxsize=16)
@@ -79,20 +79,26 @@ def lognormal_table(sigma: float, size: int = QUANTILE_TABLE_SIZE) -> np.ndarray
     return table
 
 
+# Columns of KState.kv: the per-key fields a request touches, in one 64-byte row (one cache line)
+# rather than eight arrays, because a miss otherwise costs a cache miss per field.
+KV_DPOS = 0      # index in dkeys, -1 if not resident
+KV_VPOS = 1      # index in vkeys, -1 if not resident with a TTL
+KV_LRU = 2       # Redis robj 24-bit lru field (LRU clock, or LFU minutes<<8 | counter)
+KV_COST = 3      # bytes charged to used_memory for the resident key
+KV_VSIZE = 4     # value size of the resident key
+KV_PREV = 5      # exact-LRU list
+KV_NEXT = 6
+KV_KEYLEN = 7    # key name bytes
+N_KV = 8
+
+
 class KState(NamedTuple):
     """Per-key arrays (length ``n_keys``), per-client arrays, the eviction pool and scalars."""
 
-    dpos: np.ndarray      # int64: index in dkeys, -1 if not resident
+    kv: np.ndarray        # int64[n_keys, 8]: per-key fields KV_* (one 64-byte row per key)
     dkeys: np.ndarray     # int64: dense list of resident keys (swap-remove) for O(1) sampling
-    vpos: np.ndarray      # int64: index in vkeys, -1 if not resident with TTL
     vkeys: np.ndarray     # int64: dense list of resident keys with a TTL (Redis db->expires)
-    vsize: np.ndarray     # int64: value size of the resident key
-    kcost: np.ndarray     # int64: bytes charged to used_memory for the resident key
-    lru: np.ndarray       # int64: Redis robj 24-bit lru field (LRU clock, or LFU minutes<<8 | counter)
     expire: np.ndarray    # float64: absolute expire time, 0 = no TTL
-    prev: np.ndarray      # int64: exact-LRU list
-    nxt: np.ndarray       # int64
-    keylen: np.ndarray    # int64: key name bytes
     l2in: np.ndarray      # int8: key present in L2
     l2size: np.ndarray    # int64
     l2exp: np.ndarray     # float64
@@ -127,7 +133,7 @@ class KernelStateType(types.StructRef):
 class KernelState(structref.StructRefProxy):
     """The same arrays as a :class:`KState`, behind one pointer for the compiled kernel.
 
-    Why not pass the named tuple: numba passes a tuple of 28 arrays to every non-inlined helper as
+    Why not pass the named tuple: numba passes a tuple of two dozen arrays to every non-inlined helper as
     ~200 flattened arguments (about 1 us a call); a StructRef is one reference-counted pointer.
     The arrays are shared, not copied, so Python reads the :class:`KState` and sees kernel writes.
     """
@@ -155,18 +161,15 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
     z ^= z >> 31
+    kv = np.zeros((n, N_KV), dtype=np.int64)
+    kv[:, [KV_DPOS, KV_VPOS, KV_PREV, KV_NEXT]] = -1
+    kb = np.asarray(key_bytes, dtype=np.int64)
+    kv[: len(kb), KV_KEYLEN] = kb
     return KState(
-        dpos=minus.copy(),
+        kv=kv,
         dkeys=np.zeros(n, dtype=np.int64),
-        vpos=minus.copy(),
         vkeys=np.zeros(n, dtype=np.int64),
-        vsize=np.zeros(n, dtype=np.int64),
-        kcost=np.zeros(n, dtype=np.int64),
-        lru=np.zeros(n, dtype=np.int64),
         expire=np.zeros(n, dtype=np.float64),
-        prev=minus.copy(),
-        nxt=minus.copy(),
-        keylen=np.asarray(key_bytes, dtype=np.int64).copy(),
         l2in=np.zeros(n, dtype=np.int8),
         l2size=np.zeros(n, dtype=np.int64),
         l2exp=np.zeros(n, dtype=np.float64),

@@ -35,16 +35,18 @@ def test_shadow_on_live_redis_estimates_a_bigger_cache(stack: LocalStack) -> Non
     opts = ReplayOptions(rate=1500, duration_s=60, loop=True, sample_rate=0.25, stack_dir=str(stack.dir),
                          miss_latency_ms=50.0)
     errors: list[BaseException] = []
+    sending = threading.Event()  # the replayer waits for Prometheus's first scrape before it sends
 
     def run() -> None:
         try:
-            replay(trace, stack.redis_url, opts, stop=stop)
+            replay(trace, stack.redis_url, opts, stop=stop, progress=lambda n: sending.set())
         except BaseException as e:  # noqa: BLE001 (surface in the test thread)
             errors.append(e)
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
     try:
+        assert sending.wait(60), errors or "replayer never started sending"
         cfg = ABConfig.model_validate({
             "name": "live-shadow",
             "mode": "shadow",
@@ -52,7 +54,7 @@ def test_shadow_on_live_redis_estimates_a_bigger_cache(stack: LocalStack) -> Non
             "primary_metric": "hit_ratio",
             "control": {"tuner": "current"},
             "treatment": {"config": {"maxmemory": 16_000_000, "maxmemory_policy": "allkeys-lru"}},
-            "env": {"interval_s": 2, "warmup_intervals": 2, "whatif": {"enabled": False},
+            "env": {"interval_s": 2, "warmup_intervals": 3, "whatif": {"enabled": False},
                     "bounds": {"min_bytes": 1_000_000, "max_bytes": 100_000_000}},
             "shadow": {"control_backend": "live", "sample_rate": 0.25,
                        "backend_options": {"redis_url": stack.redis_url, "prometheus_url": stack.prometheus_url,
@@ -64,7 +66,6 @@ def test_shadow_on_live_redis_estimates_a_bigger_cache(stack: LocalStack) -> Non
         t.join(timeout=30)
     assert not errors, errors
     assert res.intervals == 6
-    print(res.meta, res.control.records, res.treatment.records)
     assert res.meta["shadow_sampled_keys"] > 100
     assert res.treatment.estimated
     gets = res.control.series("gets")

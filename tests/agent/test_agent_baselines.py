@@ -79,6 +79,17 @@ def test_scan_oracle_with_lookahead_beats_best_static(scan_report) -> None:
     assert s["oracle"]["cost"] <= s["best-static"]["cost"]
 
 
+@pytest.mark.parametrize("workload", ["scan", "shrink"])
+def test_oracle_to_the_episode_end_never_loses_to_best_static(workload, scan_report, shrink_report) -> None:
+    """With ``horizon=None`` best-static's config is always a candidate held to the end, so the oracle's
+    episode cost is at most best-static's (same grid, same state, same RNG)."""
+    report = scan_report if workload == "scan" else shrink_report
+    env_cfg, grid_sizes = report.env_cfg, (3 if workload == "scan" else 6)
+    settings = BaselinesConfig(grid={"n_sizes": grid_sizes}, oracle={"horizon": None, "replan_every": 4})
+    rep = evaluate_tuners(env_cfg, build_tuners(["oracle", "best-static"], settings), seed=0)
+    assert rep.results["oracle"].summary["cost"] <= rep.results["best-static"].summary["cost"] + 1e-9
+
+
 def test_static_default_never_changes(scan_report) -> None:
     recs = scan_report.results["static-default"].records
     assert {(r.maxmemory, r.policy) for r in recs} == {(6_000_000, "allkeys-lru")}

@@ -27,9 +27,9 @@ def test_chaos_all_faults_survived(tmp_path: Path) -> None:
     faults = report["faults"]
     assert list(faults) == list(FAULT_NAMES)
     for name, r in faults.items():
-        assert r["out_of_bounds_applied"] == 0, (name, r)
-        assert r["decisions_lost"] == 0, (name, r)
-        assert r["survived"], (name, r)
+        assert r["out_of_bounds_applied"] == 0, json.dumps({name: r})
+        assert r["decisions_lost"] == 0, json.dumps({name: r})
+        assert r["survived"], json.dumps({name: r})
     assert faults["latency_injection"]["rollbacks"] >= 1
     assert faults["latency_injection"]["rollback_intervals"] <= 1
     assert faults["redis_restart"]["checks"]["restart_detected"]

@@ -7,8 +7,8 @@ import shutil
 import socket
 import subprocess
 import time
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis

@@ -152,3 +152,10 @@ def test_reward_formulas(cfg: EnvConfig) -> None:
         - 0.1 * (b.memory_utilisation - a.memory_utilisation)
     )
     assert r == pytest.approx(expected)
+
+
+def test_max_episode_steps_truncates_before_window_end() -> None:
+    env = CacheTuningEnv(small_cfg(max_episode_steps=3))
+    env.reset(seed=0)
+    flags = [env.step(env.action_space.sample())[3] for _ in range(3)]
+    assert flags == [False, False, True] and not env.backend.exhausted

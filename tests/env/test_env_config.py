@@ -62,3 +62,9 @@ def test_too_short_trace_for_warmup() -> None:
     cfg = small_cfg(warmup_intervals=40)
     with pytest.raises(ConfigError, match="warmup_intervals"):
         CacheTuningEnv(cfg).reset(seed=0)
+
+
+def test_unknown_trace_names_the_workload_field() -> None:
+    with pytest.raises(ConfigError, match=r"env\.workloads\.1\.trace \(synthetic:nope\): .*valid"):
+        CacheTuningEnv(small_cfg(workloads=[{"trace": "synthetic:zipf", "params": {"n_keys": 100, "n_requests": 1000}},
+                                            {"trace": "synthetic:nope"}]))

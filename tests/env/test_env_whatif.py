@@ -93,3 +93,19 @@ def test_presampled_stream_uses_total_gets() -> None:
     out = est.update(sample, total_gets=len(keys))
     assert all(0.0 <= v <= 1.0 for v in out.values())
     assert est.rate == 0.05
+
+
+def test_dense_key_table_matches_hash_path() -> None:
+    """The simulator path (key table over a known key space) samples exactly the keys the hash does."""
+    rng = np.random.default_rng(2)
+    n_keys, n = 20_000, 60_000
+    keys = (rng.zipf(1.1, n) - 1) % n_keys
+    cfg = WhatIfConfig(rate=0.05, min_keys=0, sizes=[0.5, 2.0])
+    with_table = WhatIfEstimator(cfg, RedisConfig(maxmemory=3_000_000), n_keys_hint=n_keys)
+    by_hash = WhatIfEstimator(cfg, RedisConfig(maxmemory=3_000_000), n_keys_hint=None)
+    for part in np.array_split(np.arange(n), 4):
+        sample = RequestSample(keys=keys[part], sizes=np.full(len(part), 2000), timestamps=part / 100.0,
+                               ops=np.zeros(len(part), np.uint8), ttls=np.zeros(len(part)), rate=1.0)  # fmt: skip
+        a, b = with_table.update(sample), by_hash.update(sample)
+        assert a == pytest.approx(b, abs=0.01)
+    assert with_table.sampled_keys == int(hash_sample_mask(np.arange(n_keys), 0.05).sum())

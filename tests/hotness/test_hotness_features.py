@@ -9,7 +9,13 @@ from gymnasium.utils.env_checker import check_env
 
 from cachetuner.backend import RequestSample
 from cachetuner.env import EnvConfig, WorkloadSpec, make_sim_env
-from cachetuner.hotness_model.features import FEATURE_NAMES, HotnessFeatures, KeyHistory, coverage_bytes, jaccard_distance
+from cachetuner.hotness_model.features import (
+    FEATURE_NAMES,
+    HotnessFeatures,
+    KeyHistory,
+    coverage_bytes,
+    jaccard_distance,
+)
 from cachetuner.hotness_model.model import HotnessLSTM, LSTMConfig
 from cachetuner.hotness_model.predictor import InProcessPredictor
 
@@ -24,8 +30,15 @@ def small_env():
 
 @pytest.fixture(scope="module")
 def predictor() -> InProcessPredictor:
+    """An LSTM whose head is zeroed and skip set to 1: it predicts the mean log-count of the history."""
     torch.manual_seed(0)
-    return InProcessPredictor(HotnessLSTM(LSTMConfig(seq_len=16, hidden=8, layers=1)), device="cpu")
+    model = HotnessLSTM(LSTMConfig(seq_len=16, hidden=8, layers=1))
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.zero_()
+        model.skip.weight.fill_(1.0)
+        model.skip.bias.zero_()
+    return InProcessPredictor(model, device="cpu")
 
 
 def test_wrapper_passes_check_env(predictor) -> None:

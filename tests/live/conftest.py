@@ -12,19 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cachetuner.live.stack import LocalStack, _proc_cmdline
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    cmd = _proc_cmdline(pid)
-    if cmd is None:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+from cachetuner.live.stack import LocalStack, pid_alive
 
 
 def assert_all_gone(pids: dict[str, int]) -> None:

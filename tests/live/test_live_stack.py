@@ -11,11 +11,14 @@ import time
 import urllib.request
 from pathlib import Path
 
-from conftest import assert_all_gone, pid_alive
-
-from cachetuner.live.stack import STATE_FILE, load_state
+from cachetuner.live.stack import STATE_FILE, load_state, pid_alive
 
 CLI = [sys.executable, "-m", "cachetuner.cli.main"]
+
+
+def assert_all_gone(pids: dict[str, int]) -> None:
+    alive = {name: pid for name, pid in pids.items() if pid_alive(pid)}
+    assert not alive, f"processes left behind: {alive}"
 
 
 def _cli(args: list[str], env: dict[str, str], timeout: float = 120.0) -> subprocess.CompletedProcess:

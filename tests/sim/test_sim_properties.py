@@ -144,6 +144,19 @@ def test_reconfiguring_between_intervals_keeps_invariants(trace, configs_seq, cu
             seen, k = [], int(s.ist[3])
             while k >= 0 and len(seen) <= sim.n_resident:
                 seen.append(k)
-                k = int(s.nxt[k])
+                k = int(s.kv[k, 6])
             assert sorted(seen) == sorted(sim.resident_keys().tolist())
     assert total_gets == total_hits_misses == int((trace.ops == Op.GET).sum())
+
+
+def test_pickle_and_deepcopy_round_trip():
+    import copy
+    import pickle
+
+    tr = make_trace(np.random.default_rng(3).integers(0, 100, 3000), rate=20.0, ttls=2.0)
+    sim = TieredCacheSim(tr.n_keys, RedisConfig(maxmemory=5_000), SimParams(), seed=1)
+    sim.run(tr, 0, 1500)
+    twins = [pickle.loads(pickle.dumps(sim)), copy.deepcopy(sim)]
+    ref = sim.run(tr, 1500, 3000).to_dict()
+    for twin in twins:
+        assert twin.run(tr, 1500, 3000).to_dict() == ref

@@ -133,3 +133,19 @@ def test_redis_eviction_order_lets_one_write_overshoot():
     assert (s.evictions, s.keys, s.used_memory, s.peak_used_memory) == (1, 3, 1_200, 1_200)
     make_room = TieredCacheSim(tr.n_keys, cfg, EXACT).run(tr)
     assert (make_room.evictions, make_room.keys, make_room.peak_used_memory) == (2, 2, 800)
+
+
+def test_volatile_ttl_evicts_the_soonest_expiring_key():
+    # SET k0 (ttl 100 s), k1 (10 s), k2 (50 s), k3 (no TTL); the cache holds four. SET k4 evicts k1.
+    tr = make_trace([0, 1, 2, 3, 4], sizes=100, ops=np.ones(5), ttls=[100.0, 10.0, 50.0, 0.0, 200.0])
+    sim = TieredCacheSim(tr.n_keys, RedisConfig(maxmemory=400, maxmemory_policy="volatile-ttl"), EXACT)
+    snap = sim.run(tr)
+    assert snap.evictions == 1 and sorted(sim.resident_keys().tolist()) == [0, 2, 3, 4]
+
+
+def test_allkeys_lru_evicts_the_idlest_key_when_all_are_sampled():
+    # Accesses 1 s apart (LRU clock resolution); with <= samples keys Redis sees them all.
+    tr = make_trace([0, 1, 2, 0, 3], sizes=100, rate=1.0)
+    sim = TieredCacheSim(tr.n_keys, RedisConfig(maxmemory=300, maxmemory_policy="allkeys-lru"), EXACT)
+    sim.run(tr)
+    assert sorted(sim.resident_keys().tolist()) == [0, 2, 3]
