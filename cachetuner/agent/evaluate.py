@@ -182,7 +182,7 @@ def evaluate_tuners(
             cb = (lambda n, _name=name: on_interval(_name, n)) if on_interval is not None else None
             recs = run_episode(env, tuner, seed=seed, options={"workload": workload, "start": "begin"}, on_interval=cb)
             results[name] = TunerResult(name, summarise(recs), recs, time.perf_counter() - t0)
-            wl_name = wl_name or env.unwrapped.workload
+            wl_name = wl_name or str(env.workload)
         finally:
             env.close()
     return EvalReport(wl_name, results, gap_closed({k: r.summary for k, r in results.items()}), env_cfg)

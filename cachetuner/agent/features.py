@@ -27,7 +27,7 @@ def price_features(info: dict[str, Any], env: gym.Env) -> np.ndarray:
 
     ``0.1`` maps "memory costs 10 % of a miss per get" to 0.5, the middle of the range where the
     cost-optimal size usually lies."""
-    rw = env.unwrapped.cfg.reward
+    rw = env.unwrapped.cfg.reward  # type: ignore[attr-defined]
     snap = info.get("snapshot")
     value = float((info.get("cost") or {}).get("memory", 0.0))
     gets = max(int(getattr(snap, "gets", 0) or 0), 1)
@@ -58,4 +58,4 @@ class PriceFeatures(gym.Wrapper):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return self._extend(obs, info), reward, terminated, truncated, info
+        return self._extend(obs, info), float(reward), terminated, truncated, info

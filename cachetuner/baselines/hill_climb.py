@@ -59,9 +59,12 @@ class HillClimb:
             return cur
         space = config_space(self.env)
         # Policy: best what-if policy at (about) the current size.
-        policy = cur.maxmemory_policy
-        at_one = {p: self._h(p, 1.0, cur) for p in wcfg.policies if p in space.policies}
-        at_one = {p: h for p, h in at_one.items() if h is not None}
+        policy: str = cur.maxmemory_policy
+        at_one: dict[str, float] = {}
+        for p in wcfg.policies:
+            h = self._h(p, 1.0, cur) if p in space.policies else None
+            if h is not None:
+                at_one[p] = h
         if at_one:
             best_p = max(at_one, key=at_one.__getitem__)
             here = at_one.get(policy, self.ema.get(whatif_label(MIRROR, 1.0)))

@@ -47,8 +47,8 @@ class PPOTuner:
     def reset(self, env: Any) -> None:
         from cachetuner.agent.features import PRICE_FEATURES
 
-        want = self.model.observation_space.shape
-        have = env.observation_space.shape
+        want = tuple(self.model.observation_space.shape or ())
+        have = tuple(env.observation_space.shape or ())
         # Models trained with price features (cachetuner.agent.features) get them appended here from info.
         self.extend = want[0] == have[0] + len(PRICE_FEATURES)
         if env.action_space != self.model.action_space or not (want == have or self.extend):

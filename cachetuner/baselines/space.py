@@ -47,7 +47,7 @@ def grid(env: Any, settings: GridSettings, template: RedisConfig | None = None) 
     """Sizes x policies x timeouts; other fields (samples, LFU knobs) from ``template`` (default: current)."""
     space = config_space(env)
     base = template or current_config(env)
-    policies = settings.policies or list(space.policies)
+    policies: list[str] = list(settings.policies or space.policies)
     timeouts = settings.timeouts or list(space.timeouts)
     return [
         base.evolve(maxmemory=m, maxmemory_policy=p, timeout=t)

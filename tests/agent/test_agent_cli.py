@@ -140,17 +140,32 @@ def test_bad_config_field_is_one_line_naming_field_and_file(tmp_path) -> None:
     assert "bad.yaml" in line and "ppo.learnin_rate" in line and "unknown field" in line
 
 
-def test_bad_env_value_is_one_line(tmp_path) -> None:
+def _in_process_error(args: list[str]) -> str:
+    """Run the CLI in-process (typer's CliRunner: no interpreter start-up) and return the CacheTunerError
+    message that ``main()`` would print as its one line."""
+    from typer.testing import CliRunner
+
+    from cachetuner.cli.main import _load_commands, app
+    from cachetuner.errors import CacheTunerError
+
+    _load_commands()
+    result = CliRunner().invoke(app, args)
+    assert isinstance(result.exception, CacheTunerError), (result.exception, result.output)
+    message = str(result.exception)
+    assert "\n" not in message
+    return message
+
+
+def test_bad_env_value_names_field_and_file(tmp_path) -> None:
     cfg = _tiny_config(tmp_path)
     cfg["env"]["interval_s"] = -5
     path = tmp_path / "bad_env.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    line = _one_line_error(run_cli(["train", str(path)], tmp_path))
+    line = _in_process_error(["train", str(path)])
     assert "bad_env.yaml" in line and "env.interval_s" in line
 
 
-def test_missing_config_and_unknown_tuner_are_one_line(tmp_path) -> None:
-    line = _one_line_error(run_cli(["train", str(tmp_path / "nope.yaml")], tmp_path))
-    assert "nope.yaml" in line
-    line = _one_line_error(run_cli(["evaluate", "--trace", "synthetic:zipf", "--tuners", "static-default,magic"], tmp_path))
+def test_missing_config_and_unknown_tuner_name_the_culprit(tmp_path) -> None:
+    assert "nope.yaml" in _in_process_error(["train", str(tmp_path / "nope.yaml")])
+    line = _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--tuners", "static-default,magic"])
     assert "magic" in line and "best-static" in line
