@@ -33,6 +33,22 @@ MaxIntervals = Annotated[
     typer.Option("--max-intervals", min=1, help="stop early (a peek): the verdict is then inconclusive"),
 ]
 NoTrack = Annotated[bool, typer.Option("--no-track", help="do not log to MLflow")]
+StackDir = Annotated[
+    Path | None,
+    typer.Option("--stack-dir", help="live shadow mode: take redis_url / prometheus_url from this `cachetuner stack up` folder"),
+]
+
+
+def _with_stack(cfg: Any, stack_dir: Path | None) -> Any:
+    if stack_dir is None:
+        return cfg
+    from cachetuner.live.stack import load_state
+
+    info = load_state(stack_dir)
+    if info is None:
+        raise ConfigError(f"--stack-dir {stack_dir}: no stack.json there (run `cachetuner stack up --dir {stack_dir}`)")
+    opts = {**cfg.shadow.backend_options, "redis_url": info.redis_url, "prometheus_url": info.prometheus_url}
+    return cfg.model_copy(update={"shadow": cfg.shadow.model_copy(update={"backend_options": opts})})
 
 
 def _env_override(trace: str | None, format: str, size_model: str | None, rate: float | None, seed: int | None,
@@ -70,7 +86,7 @@ def _print_result(res: Any) -> None:
 
 def _run(config: Path | None, trace: str | None, format: str, size_model: str | None, rate: float | None,
          seed: int | None, limit: int | None, params: Path | None, json_out: bool, tracking_uri: str | None,
-         max_intervals: int | None, no_track: bool) -> None:
+         max_intervals: int | None, no_track: bool, stack_dir: Path | None = None) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cachetuner.ab.config import load_ab_config
@@ -79,7 +95,7 @@ def _run(config: Path | None, trace: str | None, format: str, size_model: str | 
 
     if config is None:
         raise ConfigError("cachetuner ab: pass --config AB.yaml (e.g. experiments/ab_quickstart.yaml), or use 'ab promote RUN_ID'")
-    cfg = load_ab_config(config)
+    cfg = _with_stack(load_ab_config(config), stack_dir)
     override = _env_override(trace, format, size_model, rate, seed, limit, params)
     if override is not None and cfg.workload is not None:
         cfg = cfg.model_copy(update={"workload": None})
@@ -112,11 +128,13 @@ def ab_main(
     tracking_uri: Annotated[str | None, _URI] = None,
     max_intervals: MaxIntervals = None,
     no_track: NoTrack = False,
+    stack_dir: StackDir = None,
 ) -> None:
     """Run an A/B experiment (same as `ab run`); see the subcommands for promotion."""
     if ctx.invoked_subcommand is not None:
         return
-    _run(config, trace, format, size_model, rate, seed, limit, params, json_out, tracking_uri, max_intervals, no_track)
+    _run(config, trace, format, size_model, rate, seed, limit, params, json_out, tracking_uri, max_intervals, no_track,
+         stack_dir)
 
 
 @ab_app.command("run")
@@ -133,9 +151,11 @@ def ab_run(
     tracking_uri: Annotated[str | None, _URI] = None,
     max_intervals: MaxIntervals = None,
     no_track: NoTrack = False,
+    stack_dir: StackDir = None,
 ) -> None:
     """Run both arms on the same traffic; print the verdict and the CI of every delta."""
-    _run(config, trace, format, size_model, rate, seed, limit, params, json_out, tracking_uri, max_intervals, no_track)
+    _run(config, trace, format, size_model, rate, seed, limit, params, json_out, tracking_uri, max_intervals, no_track,
+         stack_dir)
 
 
 @ab_app.command("promote")

@@ -187,6 +187,7 @@ def ablation_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     max_keys: Annotated[int, typer.Option("--max-keys", min=16, help="Keys tracked by the hotness features.")] = 1024,
     eval_episodes: Annotated[int, typer.Option("--eval-episodes", min=1)] = 2,
+    memory_cost: Annotated[float | None, typer.Option("--memory-cost", help="Reward memory price per GiB-hour (default: the env's).")] = None,
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri")] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -194,7 +195,7 @@ def ablation_cmd(
     from cachetuner.hotness_model.ablation import run_ablation
 
     res = run_ablation(timesteps=timesteps, seed=seed, max_keys=max_keys, eval_episodes=eval_episodes,
-                       tracking_uri=tracking_uri, log=console.log)
+                       memory_cost_per_gb_hour=memory_cost, tracking_uri=tracking_uri, log=console.log)
     if json_out:
         emit_json(res)
     else:

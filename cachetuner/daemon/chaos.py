@@ -334,16 +334,8 @@ class ChaosRun:
 
     def restart_redis(self) -> None:
         """Crash Redis (SIGKILL) and start it again from the same redis.conf (CONFIG SET is forgotten)."""
-        st = self.stack
-        pid = st.info.pids["redis"]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        proc = getattr(st, "_procs", {}).get("redis")
-        if proc is not None:
-            proc.wait(10)
-        argv = st.info.cmdlines["redis"]
-        st._spawn("redis", argv)  # records the new PID in stack.json so `stack down` still finds it
-        st._wait(st._redis_ping, "redis-server PING after restart", "redis.log")
+        # LocalStack.restart records the new PID in stack.json, so `stack down` still finds it.
+        self.stack.restart("redis", sig=signal.SIGKILL)
 
     def acl(self, allow_config_set: bool) -> None:
         assert self.admin is not None

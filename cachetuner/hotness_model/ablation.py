@@ -34,14 +34,28 @@ DEFAULT_WORKLOAD = {
 }
 
 
-def ablation_env_config(workload: dict[str, Any] | None = None, *, interval_s: float = 10.0, episode: int = 24) -> Any:
-    from cachetuner.env import EnvConfig, WorkloadSpec
+#: Memory price override for the ablation (None = the env's RewardConfig default). When memory is
+#: cheap relative to misses, "grow to the upper bound" is optimal and policy and timeout stop
+#: mattering (no evictions), which makes any feature comparison void.
+DEFAULT_MEMORY_COST: float | None = None
+
+
+def ablation_env_config(
+    workload: dict[str, Any] | None = None,
+    *,
+    interval_s: float = 10.0,
+    episode: int = 24,
+    memory_cost_per_gb_hour: float | None = DEFAULT_MEMORY_COST,
+) -> Any:
+    from cachetuner.env import EnvConfig, RewardConfig, WorkloadSpec
 
     return EnvConfig(
         workloads=[WorkloadSpec(**(workload or DEFAULT_WORKLOAD))],
         interval_s=interval_s,
         episode_intervals=episode,
         warmup_intervals=2,
+        reward=RewardConfig() if memory_cost_per_gb_hour is None
+        else RewardConfig(memory_cost_per_gb_hour=memory_cost_per_gb_hour),
     )
 
 
@@ -82,6 +96,7 @@ def run_ablation(
     workload: dict[str, Any] | None = None,
     max_keys: int = 1024,
     eval_episodes: int = 2,
+    memory_cost_per_gb_hour: float | None = DEFAULT_MEMORY_COST,
     tracking_uri: str | None = None,
     log: Callable[[str], None] = lambda s: None,
 ) -> dict[str, Any]:
@@ -95,7 +110,7 @@ def run_ablation(
     from cachetuner.tracking import run_name, setup_tracking
 
     torch.set_num_threads(1)
-    env_cfg = ablation_env_config(workload)
+    env_cfg = ablation_env_config(workload, memory_cost_per_gb_hour=memory_cost_per_gb_hour)
     wl = env_cfg.workloads[0]
     trace = read_trace(wl.trace, wl.format, seed=wl.seed, params=dict(wl.params))
     dcfg = DatasetConfig(bucket_s=env_cfg.interval_s, seq_len=32, horizon_buckets=1, keys_per_anchor=256,
@@ -115,7 +130,7 @@ def run_ablation(
         vec = DummyVecEnv([functools.partial(_make_env, env_cfg, pred, max_keys)])
         with mlflow.start_run(run_name=run_name("SimRedis-v0", f"hotness-ablation-{arm}", seed)):
             mlflow.log_params({"arm": arm, "timesteps": timesteps, "seed": seed, "workload": wl.trace,
-                               "obs_dim": int(np.prod(vec.observation_space.shape or (0,))), "max_keys": max_keys})
+                               "memory_cost_per_gb_hour": env_cfg.reward.memory_cost_per_gb_hour, "obs_dim": int(np.prod(vec.observation_space.shape or (0,))), "max_keys": max_keys})
             t0 = time.perf_counter()
             model = build_model(ppo_cfg, vec)
             model.learn(total_timesteps=timesteps)
@@ -128,6 +143,7 @@ def run_ablation(
         "workload": {"trace": wl.trace, "params": wl.params},
         "timesteps": timesteps,
         "seed": seed,
+        "memory_cost_per_gb_hour": env_cfg.reward.memory_cost_per_gb_hour,
         "eval_episodes": eval_episodes,
         "hotness_lstm_vs_baselines": {k: {m: v[m] for m in ("spearman", "top10_precision")} for k, v in lstm_metrics.items()},
         **results,

@@ -16,9 +16,12 @@ a counter reset counts from the reset. Latency quantiles are computed by the sha
 Prometheus down, no samples, or NaN: the snapshot carries the last known values with
 ``stale=True``; the backend never raises for missing metrics.
 
-Configuration changes go through ``CONFIG SET`` (one parameter at a time, only those that change)
-and are verified with ``CONFIG GET``; a refusal (``NOPERM`` for an ACL user without
-``+config|set``, an invalid value, a lost connection) comes back as ``ApplyResult(ok=False, error=...)``.
+Configuration changes go through *one* ``CONFIG SET p1 v1 p2 v2 ...`` holding every parameter that
+changes: Redis 7 applies a multi-parameter ``CONFIG SET`` atomically (all or nothing, rolled back
+when any value is refused), so no reader ever sees a half-applied mix, which one ``CONFIG SET`` per
+parameter allowed between the commands. The result is verified with ``CONFIG GET``; a refusal
+(``NOPERM`` for an ACL user without ``+config|set``, an invalid value, a lost connection) comes back
+as ``ApplyResult(ok=False, error=...)`` and leaves the whole configuration as it was.
 """
 
 from __future__ import annotations
@@ -149,7 +152,7 @@ class LiveRedisBackend:
         return self.read(nxt - self.interval_s, nxt)
 
     def apply(self, config: RedisConfig) -> ApplyResult:
-        """``CONFIG SET`` each changed parameter, verify with ``CONFIG GET``; refusals are reported, never raised."""
+        """One atomic ``CONFIG SET`` of every changed parameter, verified with ``CONFIG GET``; refusals are reported, never raised."""
         import redis
 
         try:
@@ -162,19 +165,23 @@ class LiveRedisBackend:
         except redis.RedisError as e:
             current = {}
             errors.append(f"CONFIG GET: {_redis_error(e)}")
-        for name, value in wanted.items():
-            if current.get(name) == value:
-                continue
+        changes = [(name, value) for name, value in wanted.items() if current.get(name) != value]
+        set_failed = False
+        if changes:
+            args = [x for pair in changes for x in pair]
             try:
-                self._redis.config_set(name, value)
+                # Redis >= 7: several parameters in one CONFIG SET are applied all-or-nothing.
+                self._redis.config_set(*args)
             except redis.RedisError as e:
-                errors.append(f"CONFIG SET {name} {value}: {_redis_error(e)}")
+                set_failed = True
+                errors.append(f"CONFIG SET {' '.join(args)}: {_redis_error(e)}")
         try:
             after = self._config_get()
             self._config = RedisConfig.from_redis(after)
-            for name, value in wanted.items():
-                if after.get(name) != value and not any(f" {name} " in err for err in errors):
-                    errors.append(f"{name}: asked {value}, Redis reports {after.get(name)}")
+            if not set_failed:  # after a refusal the old values are expected; the refusal says it all
+                for name, value in wanted.items():
+                    if after.get(name) != value:
+                        errors.append(f"{name}: asked {value}, Redis reports {after.get(name)}")
         except (redis.RedisError, ValueError) as e:
             errors.append(f"CONFIG GET (verify): {_redis_error(e)}")
         return ApplyResult(ok=not errors, requested=config, applied=self._config, error="; ".join(errors) or None)
@@ -308,10 +315,9 @@ class LiveRedisBackend:
 
     # ------------------------------------------------------------------ redis
     def _config_get(self) -> dict[str, str]:
-        values: dict[str, str] = {}
-        for name in MANAGED_PARAMS:
-            values.update(self._redis.config_get(name))
-        return values
+        """The managed parameters in one ``CONFIG GET`` (Redis >= 7 takes several), so one consistent read."""
+        values = self._redis.config_get(*MANAGED_PARAMS)
+        return {str(k): str(v) for k, v in values.items()}
 
     def _config_from_redis(self) -> None:
         import redis

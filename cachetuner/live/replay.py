@@ -38,15 +38,18 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from heapq import heappop, heappush
+from itertools import accumulate, compress, repeat
 from pathlib import Path
 
 import hiredis
 import numpy as np
-from prometheus_client import CollectorRegistry, Counter, start_http_server
-from prometheus_client.core import HistogramMetricFamily
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.errors import ConfigError
@@ -142,41 +145,110 @@ class ReplayResult:
 
 
 class BatchHistogram:
-    """A Prometheus histogram fed a whole batch of observations at once (numpy bucketing).
+    """A Prometheus histogram fed a whole batch of observations at once.
 
     ``prometheus_client.Histogram.observe`` costs microseconds per call, too much at 100k req/s; this
     collector keeps the same exposition (``_bucket{le}``, ``_sum``, ``_count``) with the shared buckets.
+    A batch's hits share one value (its round trip: one ``bisect`` and one add); its misses are bucketed
+    with ``bisect`` one by one when few, with numpy (searchsorted + bincount) when many.
     """
+
+    #: Above this many values, :meth:`observe_many` buckets with numpy.
+    NUMPY_FROM = 48
 
     def __init__(self, name: str, documentation: str, registry: CollectorRegistry, buckets: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
         self.name, self.documentation = name, documentation
         self.bounds = np.asarray(buckets, dtype=np.float64)
-        self.counts = np.zeros(len(buckets) + 1, dtype=np.int64)
+        self._bounds = [float(b) for b in buckets]
+        self.counts: list[int] = [0] * (len(buckets) + 1)
         self.sum = 0.0
         self._lock = threading.Lock()
         registry.register(self)
 
-    def observe_many(self, values: np.ndarray) -> None:
-        idx = np.searchsorted(self.bounds, values, side="left")
-        add = np.bincount(idx, minlength=len(self.counts))
-        s = float(values.sum())
+    def observe_many(self, values: np.ndarray | list[float]) -> None:
+        if len(values) >= self.NUMPY_FROM:
+            arr = np.asarray(values, dtype=np.float64)
+            add = np.bincount(np.searchsorted(self.bounds, arr, side="left"), minlength=len(self.counts)).tolist()
+            s = float(arr.sum())
+            with self._lock:
+                self.counts = [a + b for a, b in zip(self.counts, add, strict=True)]
+                self.sum += s
+            return
+        bounds = self._bounds
         with self._lock:
-            self.counts += add
-            self.sum += s
+            counts = self.counts
+            for v in values:
+                counts[bisect_left(bounds, v)] += 1
+            self.sum += float(sum(values))
 
     def observe_n(self, value: float, n: int) -> None:
-        i = int(np.searchsorted(self.bounds, value, side="left"))
+        i = bisect_left(self._bounds, value)
         with self._lock:
             self.counts[i] += n
             self.sum += value * n
 
+    def snapshot(self) -> np.ndarray:
+        """Per-bucket counts (not cumulative), the last one +Inf."""
+        with self._lock:
+            return np.asarray(self.counts, dtype=np.int64)
+
     def collect(self):  # noqa: ANN201 (prometheus_client collector protocol)
         with self._lock:
-            cum = np.cumsum(self.counts)
+            cum = list(accumulate(self.counts))
             total_sum = self.sum
-        buckets = [(repr(float(b)), int(c)) for b, c in zip(self.bounds, cum[:-1], strict=True)]
-        buckets.append(("+Inf", int(cum[-1])))
+        buckets = [(repr(b), c) for b, c in zip(self._bounds, cum[:-1], strict=True)]
+        buckets.append(("+Inf", cum[-1]))
         yield HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=total_sum)
+
+    def describe(self):  # noqa: ANN201
+        return []
+
+
+class BatchCounters:
+    """The replayer's counters as plain ints behind one collector, added to once per batch.
+
+    ``prometheus_client.Counter.inc`` takes a lock and checks its value on every call; ten of them per
+    batch cost ~0.2 us a request at pipeline 64. The exposition is the same as ``Counter``'s
+    (``{name}_total``; ``_created`` is left out, the backend does not read it). Reads from the HTTP
+    thread see each counter whole (GIL), not necessarily all counters of the same batch.
+    """
+
+    #: (metric name without _total, help, attribute); ``requests`` carries the ``op`` label.
+    SIMPLE = (
+        ("cachetuner_hits", "GETs answered from Redis", "hits"),
+        ("cachetuner_misses", "GETs that missed (read-through fill follows)", "misses"),
+        ("cachetuner_sets", "SETs sent: explicit sets and read-through fills", "sets"),
+        ("cachetuner_rejected_writes", "SETs refused with OOM (noeviction)", "rejected"),
+        ("cachetuner_errors", "Error replies other than OOM", "errors"),
+        ("cachetuner_requested_bytes", "Bytes requested by GETs (trace sizes)", "req_bytes"),
+        ("cachetuner_hit_bytes", "Bytes of GETs served by Redis (trace sizes)", "hit_bytes"),
+    )
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.get = self.set = self.delete = 0
+        self.hits = self.misses = self.sets = self.rejected = self.errors = self.req_bytes = self.hit_bytes = 0
+        registry.register(self)
+
+    def add(self, gets: int, sets: int, deletes: int, hits: int, misses: int, fills: int,
+            rejected: int, errors: int, req_bytes: int, hit_bytes: int) -> None:  # fmt: skip
+        self.get += gets
+        self.set += sets
+        self.delete += deletes
+        self.hits += hits
+        self.misses += misses
+        self.sets += sets + fills
+        self.rejected += rejected
+        self.errors += errors
+        self.req_bytes += req_bytes
+        self.hit_bytes += hit_bytes
+
+    def collect(self):  # noqa: ANN201 (prometheus_client collector protocol)
+        req = CounterMetricFamily("cachetuner_requests", "Trace requests replayed", labels=["op"])
+        for op in Op:
+            req.add_metric([op.name.lower()], getattr(self, op.name.lower()))
+        yield req
+        for name, doc, attr in self.SIMPLE:
+            yield CounterMetricFamily(name, doc, value=getattr(self, attr))
 
     def describe(self):  # noqa: ANN201
         return []
@@ -187,19 +259,12 @@ class ReplayMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
         self.latency = BatchHistogram(
-            "cachetuner_request_latency_seconds", "Client-side request latency (misses include the simulated backend call)", r
+            "cachetuner_request_latency_seconds",
+            "Client-side request latency (misses include the simulated backend call)",
+            self.registry,
         )
-        self.requests = Counter("cachetuner_requests", "Trace requests replayed", ["op"], registry=r)
-        self.hits = Counter("cachetuner_hits", "GETs answered from Redis", registry=r)
-        self.misses = Counter("cachetuner_misses", "GETs that missed (read-through fill follows)", registry=r)
-        self.sets = Counter("cachetuner_sets", "SETs sent: explicit sets and read-through fills", registry=r)
-        self.rejected = Counter("cachetuner_rejected_writes", "SETs refused with OOM (noeviction)", registry=r)
-        self.errors = Counter("cachetuner_errors", "Error replies other than OOM", registry=r)
-        self.req_bytes = Counter("cachetuner_requested_bytes", "Bytes requested by GETs (trace sizes)", registry=r)
-        self.hit_bytes = Counter("cachetuner_hit_bytes", "Bytes of GETs served by Redis (trace sizes)", registry=r)
-        self._req = {op: self.requests.labels(op=op.name.lower()) for op in Op}
+        self.counters = BatchCounters(self.registry)
 
     def serve(self, port: int) -> tuple[object, int]:
         server, _thread = start_http_server(port, addr="127.0.0.1", registry=self.registry)
@@ -220,6 +285,11 @@ class _Encoder:
             kn = b"%s%d" % (KEY_PREFIX.encode(), k)
             b = self._name[k] = b"$%d\r\n%s\r\n" % (len(kn), kn)
         return b
+
+    @property
+    def get_table(self) -> list[bytes | None]:
+        """The GET cache itself (the hot loop reads it inline and calls :meth:`get` on a None)."""
+        return self._get
 
     def get(self, k: int) -> bytes:
         b = self._get[k]
@@ -304,14 +374,31 @@ def replay(
     enc_get, enc_set = enc.get, enc.set
     sampled = sampling.sampled_mask(trace.keys, opt.sample_rate).tolist() if opt.sample_rate > 0 else None
     exact_order = opt.exact_order
-    all_gets = bool(read_only and sampled is None and not np.any(trace.ops != Op.GET))
+    all_gets = bool(read_only and not np.any(trace.ops != Op.GET))  # read-through GETs only: the fast paths
     skey = sampling.stream_key(opt.stream_prefix).encode()
     xadd_head = b"$4\r\nXADD\r\n$%d\r\n%s\r\n$6\r\nMAXLEN\r\n$1\r\n~\r\n" % (len(skey), skey)
     xadd_tail = b"$%d\r\n%d\r\n$1\r\n*\r\n" % (len(str(opt.stream_maxlen)), opt.stream_maxlen)
     rate_field = repr(float(opt.sample_rate)).encode()
     rng = np.random.default_rng(opt.seed)
+    # Backend-call latencies of misses, drawn lognormal a block at a time (one numpy call per 4096 misses).
+    backend_block: list[float] = []
+    backend_pos = 0
+
+    def backend_latencies(m: int) -> list[float]:
+        nonlocal backend_block, backend_pos
+        if backend_pos + m > len(backend_block):
+            size = max(4096, m)
+            draw = miss_median_s * np.exp(opt.miss_sigma * rng.standard_normal(size)) if opt.miss_sigma else np.full(size, miss_median_s)
+            backend_block, backend_pos = draw.tolist(), 0
+        out = backend_block[backend_pos : backend_pos + m]
+        backend_pos += m
+        return out
+
     miss_median_s = opt.miss_latency_ms / 1000.0
     hist = metrics.latency
+    counters_add = metrics.counters.add
+    uniform_size = int(trace.sizes[0]) if int(trace.sizes.min()) == int(trace.sizes.max()) else None
+    get_tbl = enc.get_table  # GET command per key id, filled on first use
     get_op, set_op = int(Op.GET), int(Op.SET)
     res = ReplayResult(metrics_port=port)
     conn = RespConnection(redis_url)
@@ -322,7 +409,12 @@ def replay(
     i = opt.start
     done = 0   # requests replayed
     taken = 0  # requests consumed from the trace cursor (replayed or deferred)
-    deferred: list[int] = []  # trace indices postponed because their key was already in the batch
+    # Requests postponed because their key was already in the batch: a FIFO of trace indices per key,
+    # and a heap of (first index, key) over the keys that have one. Taking the smallest heads is taking
+    # the deferred requests in trace order, first occurrence of each key, without rescanning every
+    # deferred request each batch (hot keys pile up thousands of them on skewed traces).
+    dgroups: dict[int, deque[int]] = {}
+    dheap: list[tuple[int, int]] = []
     t0 = time.perf_counter()
     res.wall_start = time.time()
     deadline = t0 + opt.duration_s
@@ -331,6 +423,30 @@ def replay(
     # Up to `inflight` batches on the wire: batch k+1 may be sent before the replies of batch k are read;
     # it then excludes every key of batch k (their fills are not known yet).
     inflight: deque[tuple[int, int, list[int], float, set[int]]] = deque()
+
+    def xadd(k: int, size: int, op: int, wall: float, ttl: float, hit: int) -> bytes:
+        """The sampled-request stream entry of one request (format in :mod:`.sampling`)."""
+        body = b"k %d s %d o %d t %.6f ttl %g h %d r %s" % (k, size, op, wall, float(ttl), hit, rate_field)
+        fields = body.split(b" ")
+        parts = [b"*%d\r\n" % (6 + len(fields)), xadd_head, xadd_tail]
+        parts.extend(b"$%d\r\n%s\r\n" % (len(f), f) for f in fields)
+        return b"".join(parts)
+
+    def defer(idx: int, k: int) -> None:
+        q = dgroups.get(k)
+        if q is None:
+            dgroups[k] = deque((idx,))
+            heappush(dheap, (idx, k))
+        else:
+            q.append(idx)
+
+    def encode_request(idx: int, k: int) -> bytes:
+        op = ops[idx]
+        if op == get_op:
+            return enc_get(k)
+        if op == set_op:
+            return enc_set(k, sizes[idx], ttls[idx])
+        return enc.delete(k)
 
     def process(n_cmds: int, fills_in_pending: int, batch_idx: list[int], t_send: float) -> None:
         """Read one batch's replies and account them (fills and stream entries go to the next batch)."""
@@ -346,23 +462,39 @@ def replay(
                     c_rej += 1
                 else:
                     c_err += 1
-        n_miss = n_err = 0
+        n_miss = 0
         if all_gets:
-            # Fast path (read-only GET trace, no sampling): the common replay, kept tight.
-            for idx, r in zip(batch_idx, replies[n_pending:], strict=True):
+            # Fast path (read-only GET trace): the common replay. The per-reply work runs
+            # in C: misses are found with list.index(None), hits counted with isinstance over the batch;
+            # only misses (and errors, rare) are touched from Python.
+            reps = replies[n_pending:] if n_pending else replies
+            n_req = len(batch_idx)
+            b_req = uniform_size * n_req if uniform_size is not None else sum(map(sizes.__getitem__, batch_idx))
+            b_hit = b_req
+            n_miss = reps.count(None)
+            n_hit = sum(map(isinstance, reps, repeat(bytes)))
+            pos = -1
+            for _ in range(n_miss):
+                pos = reps.index(None, pos + 1)
+                idx = batch_idx[pos]
                 sz = sizes[idx]
-                b_req += sz
-                if r is None:
-                    pending_fills.append(enc_set(keys[idx], sz, ttls[idx]))
-                    n_miss += 1
-                elif r.__class__ is bytes:
-                    b_hit += sz
-                else:
-                    n_err += 1
-            c_get = len(batch_idx)
+                b_hit -= sz
+                pending_fills.append(enc_set(keys[idx], sz, ttls[idx]))
+            n_err = n_req - n_miss - n_hit
+            if n_err:
+                for idx, r in zip(batch_idx, reps, strict=True):
+                    if r is not None and r.__class__ is not bytes:
+                        b_hit -= sizes[idx]
+            c_get = n_req
             c_miss = c_fill = n_miss
             c_err += n_err
-            c_hit = len(batch_idx) - n_miss - n_err
+            c_hit = n_hit
+            if sampled is not None:
+                wall = time.time()
+                for pos in compress(range(n_req), map(sampled.__getitem__, batch_idx)):
+                    idx = batch_idx[pos]
+                    hit = 1 if reps[pos].__class__ is bytes else 0
+                    pending_xadds.append(xadd(keys[idx], sizes[idx], get_op, wall, ttls[idx], hit))
         else:
             wall = time.time()
             for pos, idx in enumerate(batch_idx):
@@ -398,38 +530,18 @@ def replay(
                     if isinstance(r, hiredis.ReplyError):
                         c_err += 1
                 if sampled is not None and sampled[idx]:
-                    body = b"k %d s %d o %d t %.6f ttl %g h %d r %s" % (
-                        k, sizes[idx], op, wall, float(ttls[idx]), hit, rate_field,
-                    )
-                    fields = body.split(b" ")
-                    parts = [b"*%d\r\n" % (6 + len(fields)), xadd_head, xadd_tail]
-                    parts.extend(b"$%d\r\n%s\r\n" % (len(f), f) for f in fields)
-                    pending_xadds.append(b"".join(parts))
+                    pending_xadds.append(xadd(k, sizes[idx], op, wall, ttls[idx], hit))
         # Latency: every request of the batch waited one round trip; misses add the backend call + fill.
         n_req = len(batch_idx)
         if n_req - n_miss:
             hist.observe_n(rtt, n_req - n_miss)
         if n_miss:
-            backend = (
-                miss_median_s * np.exp(opt.miss_sigma * rng.standard_normal(n_miss))
-                if opt.miss_sigma
-                else np.full(n_miss, miss_median_s)
-            )
-            hist.observe_many(2 * rtt + backend)
+            two_rtt = 2 * rtt
+            hist.observe_many([two_rtt + b for b in backend_latencies(n_miss)])
         done += n_req
         if progress is not None:
             progress(n_req)
-        # Counters are pushed per batch (cheap: a handful of locked adds).
-        metrics._req[Op.GET].inc(c_get)
-        metrics._req[Op.SET].inc(c_set)
-        metrics._req[Op.DELETE].inc(c_del)
-        metrics.hits.inc(c_hit)
-        metrics.misses.inc(c_miss)
-        metrics.sets.inc(c_set + c_fill)
-        metrics.rejected.inc(c_rej)
-        metrics.errors.inc(c_err)
-        metrics.req_bytes.inc(b_req)
-        metrics.hit_bytes.inc(b_hit)
+        counters_add(c_get, c_set, c_del, c_hit, c_miss, c_fill, c_rej, c_err, b_req, b_hit)  # one call a batch
         res.gets += c_get
         res.hits += c_hit
         res.misses += c_miss
@@ -441,7 +553,7 @@ def replay(
 
     try:
         while True:
-            if limit is not None and taken >= limit and not deferred:
+            if limit is not None and taken >= limit and not dheap:
                 res.stopped_by = "max_requests" if opt.max_requests is not None else "end_of_trace"
                 break
             if stop is not None and stop.is_set():
@@ -451,7 +563,7 @@ def replay(
             if now >= deadline:
                 res.stopped_by = "duration"
                 break
-            if i >= n and not deferred:
+            if i >= n and not dheap:
                 if not opt.loop:
                     res.stopped_by = "end_of_trace"
                     break
@@ -483,46 +595,71 @@ def replay(
             seen: set[int] = set()
             batch_idx: list[int] = []
             room = max(1, opt.pipeline - len(cmds))
+            cmds_append, bidx_append, seen_add = cmds.append, batch_idx.append, seen.add
             # Earlier-deferred requests first (trace order), then new ones from the cursor; a request
-            # whose key is already in this batch (or in flight) is deferred to a later one.
-            old, deferred = deferred, []
-            pos_old = 0
-            j = i
-            scan_budget = 8 * room
-            while len(batch_idx) < room:
-                if pos_old < len(old):
-                    idx = old[pos_old]
-                    pos_old += 1
+            # whose key is already in this batch (or in flight) is deferred to a later one. (exact_order
+            # never defers.)
+            cnt = 0
+            if dheap:
+                aside: list[tuple[int, int]] = []
+                while dheap and cnt < room:
+                    idx, k = heappop(dheap)
+                    if busy is not None and k in busy:
+                        aside.append((idx, k))
+                        continue
+                    q = dgroups[k]
+                    q.popleft()
+                    seen_add(k)
+                    cmds_append(encode_request(idx, k))
+                    bidx_append(idx)
+                    cnt += 1
+                    if q:
+                        aside.append((q[0], k))  # its next request waits for a later batch
+                    else:
+                        del dgroups[k]
+                for e in aside:
+                    heappush(dheap, e)
+            if cnt < room:
+                # New requests [i, hi): at most 8 x room scanned per batch, never past `limit`.
+                hi = min(n, i + 8 * room)
+                if limit is not None:
+                    hi = min(hi, i + limit - taken)
+                end = hi
+                if all_gets and busy is None:
+                    for jj in range(i, hi):
+                        k = keys[jj]
+                        if k in seen:
+                            if exact_order:  # cut the batch here; this request opens the next one
+                                end = jj
+                                break
+                            defer(jj, k)
+                            continue
+                        seen_add(k)
+                        c = get_tbl[k]
+                        cmds_append(c if c is not None else enc_get(k))
+                        bidx_append(jj)
+                        cnt += 1
+                        if cnt >= room:
+                            end = jj + 1
+                            break
                 else:
-                    if j >= n or scan_budget <= 0 or (limit is not None and taken >= limit):
-                        break
-                    idx = j
-                    j += 1
-                    taken += 1
-                    scan_budget -= 1
-                k = keys[idx]
-                if k in seen or (busy is not None and k in busy):
-                    if exact_order:  # cut the batch here; this request opens the next one
-                        j -= 1
-                        taken -= 1
-                        break
-                    deferred.append(idx)
-                    continue
-                seen.add(k)
-                if all_gets:
-                    cmds.append(enc_get(k))
-                    batch_idx.append(idx)
-                    continue
-                op = ops[idx]
-                if op == get_op:
-                    cmds.append(enc_get(k))
-                elif op == set_op:
-                    cmds.append(enc_set(k, sizes[idx], ttls[idx]))
-                else:
-                    cmds.append(enc.delete(k))
-                batch_idx.append(idx)
-            deferred.extend(old[pos_old:])
-            i = j
+                    for jj in range(i, hi):
+                        k = keys[jj]
+                        if k in seen or (busy is not None and k in busy):
+                            if exact_order:
+                                end = jj
+                                break
+                            defer(jj, k)
+                            continue
+                        seen_add(k)
+                        cmds_append(encode_request(jj, k))
+                        bidx_append(jj)
+                        cnt += 1
+                        if cnt >= room:
+                            end = jj + 1
+                            break
+                taken += end - i
+                i = end
             if cmds:
                 t_send = time.perf_counter()
                 if send_times is not None and batch_idx:
@@ -543,10 +680,10 @@ def replay(
             for r in replies[: len(pending_fills)]:
                 if _is_oom(r):
                     res.rejected_writes += 1
-                    metrics.rejected.inc()
+                    metrics.counters.rejected += 1
                 elif isinstance(r, hiredis.ReplyError):
                     res.errors += 1
-                    metrics.errors.inc()
+                    metrics.counters.errors += 1
     finally:
         conn.close()
         res.elapsed_s = time.perf_counter() - t0
@@ -556,8 +693,7 @@ def replay(
         if res.elapsed_s > 0:
             res.requests_per_s = res.requests / res.elapsed_s
             res.commands_per_s = res.commands / res.elapsed_s
-        with hist._lock:
-            counts = hist.counts.copy()
+        counts = hist.snapshot()
         for q, attr in ((0.5, "latency_p50_ms"), (0.95, "latency_p95_ms"), (0.99, "latency_p99_ms")):
             v = histogram_quantile(q, counts)
             setattr(res, attr, 0.0 if np.isnan(v) else v * 1000.0)

@@ -95,19 +95,20 @@ class RespConnection:
         self.sock.sendall(b"".join(commands))
 
     def recv(self, n: int) -> list[Any]:
-        """Read exactly ``n`` replies, in order."""
+        """Read exactly ``n`` replies, in order (one ``gets`` a reply; the socket is read only when needed)."""
         replies: list[Any] = []
+        append = replies.append
         reader = self.reader
-        recv = self.sock.recv
-        while len(replies) < n:
-            r = reader.gets()
-            if r is False:
-                data = recv(1 << 18)
+        gets = reader.gets
+        for _ in range(n):
+            r = gets()
+            while r is False:
+                data = self.sock.recv(1 << 18)
                 if not data:
                     raise ServiceError("Redis closed the connection")
                 reader.feed(data)
-                continue
-            replies.append(r)
+                r = gets()
+            append(r)
         return replies
 
     def close(self) -> None:

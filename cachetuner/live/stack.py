@@ -276,6 +276,46 @@ class LocalStack:
         """Stop whatever ``stack.json`` records; returns the names of the processes stopped."""
         return stop_stack(self.dir)
 
+    def restart(self, name: str, *, sig: int = signal.SIGTERM, timeout_s: float = 10.0) -> int:
+        """Stop process ``name`` ("redis", "exporter" or "prometheus") and start it again; returns the new PID.
+
+        The process group is sent ``sig`` (``signal.SIGKILL`` to simulate a crash; escalates to SIGKILL
+        after ``timeout_s``), only after ``/proc/PID/cmdline`` confirms it still runs the recorded
+        program. The same command line is spawned again (same port, same config file, so Redis forgets
+        every ``CONFIG SET``), its new PID is written to ``stack.json`` before the readiness check, and
+        :meth:`down` / ``stack down`` therefore still stop everything. Works on a stack started by
+        another process too (the state is read from ``stack.json`` when this instance has none).
+        """
+        if not self.info.pids:
+            loaded = load_state(self.dir)
+            if loaded is not None:
+                self.info = loaded
+        checks = {
+            "redis": (self._redis_ping, "redis-server PING", "redis.log"),
+            "exporter": (lambda: b"redis_up 1" in _http_get(self.info.exporter_url), "redis_exporter /metrics", "exporter.log"),
+            "prometheus": (
+                lambda: _http_get(self.info.prometheus_url + "/-/ready").strip() != b"",
+                "prometheus /-/ready",
+                "prometheus.log",
+            ),
+        }
+        if name not in checks:
+            raise ServiceError(f"stack restart: unknown process {name!r}; valid: {', '.join(checks)}")
+        pid = self.info.pids.get(name)
+        argv = self.info.cmdlines.get(name)
+        if pid is None or not argv:
+            raise ServiceError(f"stack restart: {name} is not part of the stack in {self.dir}")
+        if _is_same_process(pid, argv):
+            _kill_group(pid, sig, timeout_s)
+        proc = getattr(self, "_procs", {}).pop(name, None)
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5.0)  # reap it (no zombie)
+        self._spawn(name, argv)
+        check, what, log_name = checks[name]
+        self._wait(check, f"{what} after restart", log_name)
+        return self.info.pids[name]
+
     # ------------------------------------------------------------------ helpers
     @property
     def redis_url(self) -> str:
@@ -370,19 +410,24 @@ def stop_stack(dir: str | os.PathLike[str], timeout_s: float = 10.0) -> list[str
         pid = info.pids.get(name)
         if pid is None or not _is_same_process(pid, info.cmdlines.get(name, [])):
             continue
-        for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(pid, sig)
-            except ProcessLookupError:
-                break
-            except PermissionError:
-                os.kill(pid, sig)
-            if _wait_gone(pid, wait):
-                break
+        _kill_group(pid, signal.SIGTERM, timeout_s)
         stopped.append(name)
     with contextlib.suppress(OSError):
         (Path(dir) / STATE_FILE).unlink()
     return stopped
+
+
+def _kill_group(pid: int, sig: int, timeout_s: float) -> None:
+    """Send ``sig`` to the process group ``pid``, wait up to ``timeout_s``, then SIGKILL it."""
+    for s, wait in ((sig, timeout_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, s)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            os.kill(pid, s)
+        if _wait_gone(pid, wait):
+            return
 
 
 def register_target(dir: str | os.PathLike[str], name: str, port: int) -> Path:

@@ -16,7 +16,7 @@ from cachetuner.sim.params import (
 )
 from cachetuner.sim.policies import POLICIES, PolicySpec, get_policy
 from cachetuner.sim.result import SimResult, simulate
-from cachetuner.sim.simulator import TieredCacheSim
+from cachetuner.sim.simulator import SimCounts, TieredCacheSim
 
 __all__ = [
     "ActiveExpireParams",
@@ -27,6 +27,7 @@ __all__ = [
     "MemoryParams",
     "POLICIES",
     "PolicySpec",
+    "SimCounts",
     "SimParams",
     "SimResult",
     "TieredCacheSim",

@@ -39,6 +39,7 @@ from cachetuner.sim.state import (
     C_REQ,
     C_SETS,
     EVPOOL_SIZE,
+    SAMPLE_SCRATCH,
     F_NEXT_EVENT,
     F_NOW,
     FC_LATSUM_MS,
@@ -46,6 +47,7 @@ from cachetuner.sim.state import (
     I_CRON_SEC,
     I_DATA,
     I_HEAD,
+    I_HSIZE,
     I_L2HEAD,
     I_L2N,
     I_L2TAIL,
@@ -88,7 +90,8 @@ P_AE_CATCHUP = 16
 P_READ_ONLY = 17
 P_LGQ = 18          # jemalloc lg-quantum of the memory model
 P_REDIS_ORDER = 19  # 1: evict before each command only (Redis); 0: make room for each write
-N_IPAR = 20
+P_DICT_SAMPLE = 20  # 1: sample allkeys candidates by walking the modelled hash table (dictGetSomeKeys)
+N_IPAR = 21
 
 # Float parameters (fpar).
 Q_NET_MS = 0
@@ -111,10 +114,17 @@ OP_DELETE = 2
 LRU_CLOCK_MAX = (1 << 24) - 1   # server.h: LRU_CLOCK_MAX
 LRU_CLOCK_RESOLUTION_MS = 1000  # server.h: LRU_CLOCK_RESOLUTION
 LFU_INIT_VAL = 5                # server.h: LFU_INIT_VAL
+DICT_HT_INITIAL_SIZE = 4        # dict.h
+HASHTABLE_MIN_FILL = 10         # server.h: shrink below 10 % fill (tryResizeHashTables)
+HASHTABLE_MAX_LOAD_FACTOR = 1.618  # server.c: dictExpandAllowed()
+GETFAIR_NUM_ENTRIES = 15        # dict.c: dictGetFairRandomKey()
 TTL_SCORE_BASE = 1 << 62        # volatile-ttl: idle = ULLONG_MAX - expire
 #: Redis's clocks run on unix time; trace time 0 is mapped here (2023-11-14) so that the 24-bit
-#: field reinterpretations on a policy switch behave as on a real server (see apply_config).
-CLOCK_EPOCH_S = 1_700_000_000
+#: field reinterpretations on a policy switch behave as on a real server (see apply_config). A whole
+#: number of minutes, so that a trace stamped with unix times (fidelity runs) sees its LFU minute
+#: boundaries (LFUGetTimeInMinutes = unixtime / 60) exactly where the real server does.
+CLOCK_EPOCH_S = 1_699_999_980
+assert CLOCK_EPOCH_S % 60 == 0
 
 _U7 = np.uint64(7)
 _U9 = np.uint64(9)
@@ -296,6 +306,146 @@ def l2_insert(S, k, size, exp):
     l2_push_head(S, k)
 
 
+# ----------------------------------------------------------------------------- main dict (dict.c)
+@nb.njit(**_INLINE)
+def dict_next_size(x):
+    """_dictNextExp(): the smallest power of two >= x (at least DICT_HT_INITIAL_SIZE)."""
+    n = DICT_HT_INITIAL_SIZE
+    while n < x:
+        n <<= 1
+    return n
+
+
+@nb.njit(**_JIT)
+def dict_rehash(S, new_size):
+    """dictExpand() + the whole incremental rehash at once.
+
+    Buckets move in index order and each chain head first, every entry inserted at the head of
+    its new bucket, as _dictRehashStep() does (so chains come out reversed). Approximation: Redis
+    spreads this over following operations and serverCron (1 ms per tick), so for a short while
+    it samples two tables.
+    """
+    old_size = S.ist[I_HSIZE]
+    old = S.hbuckets[:old_size].copy()
+    S.hbuckets[:new_size] = -1
+    mask = new_size - 1
+    for b in range(old_size):
+        e = old[b]
+        while e >= 0:
+            nxt = S.hnext[e]
+            h = S.hhash[e] & mask
+            S.hnext[e] = S.hbuckets[h]
+            S.hbuckets[h] = e
+            e = nxt
+    S.ist[I_HSIZE] = new_size
+
+
+@nb.njit(**_INLINE)
+def dict_add(S, k, used_before):
+    """dictAdd(): _dictExpandIfNeeded() (with dictExpandAllowed()), then insert at the bucket head."""
+    size = S.ist[I_HSIZE]
+    if size == 0:
+        dict_rehash(S, DICT_HT_INITIAL_SIZE)
+    elif used_before >= size:
+        new_size = dict_next_size(used_before + 1)
+        allowed = True
+        maxmem = S.ipar[P_MAXMEM]
+        if maxmem > 0 and used_before / size <= HASHTABLE_MAX_LOAD_FACTOR:
+            allowed = used_memory(S) + 8 * new_size <= maxmem  # overMaxmemoryAfterAlloc()
+        if allowed and new_size <= S.hbuckets.shape[0]:
+            dict_rehash(S, new_size)
+    h = S.hhash[k] & (S.ist[I_HSIZE] - 1)
+    S.hnext[k] = S.hbuckets[h]
+    S.hbuckets[h] = k
+
+
+@nb.njit(**_INLINE)
+def dict_delete(S, k):
+    """dictDelete(): unlink ``k`` from its bucket chain."""
+    h = S.hhash[k] & (S.ist[I_HSIZE] - 1)
+    e = S.hbuckets[h]
+    if e == k:
+        S.hbuckets[h] = S.hnext[k]
+    else:
+        while e >= 0 and S.hnext[e] != k:
+            e = S.hnext[e]
+        if e >= 0:
+            S.hnext[e] = S.hnext[k]
+    S.hnext[k] = -1
+
+
+@nb.njit(**_JIT)
+def dict_try_shrink(S):
+    """tryResizeHashTables() from serverCron: below 10 % fill, shrink to fit (dictResize())."""
+    size = S.ist[I_HSIZE]
+    used = S.ist[I_NRES]
+    if size > DICT_HT_INITIAL_SIZE and used * 100 // size < HASHTABLE_MIN_FILL:
+        dict_rehash(S, dict_next_size(used))
+
+
+@nb.njit(**_JIT)
+def dict_get_some_keys(S, count):
+    """dictGetSomeKeys(): walk consecutive buckets from a random index, taking whole chains.
+
+    Writes up to ``count`` keys into ``S.hsamp`` and returns how many: possibly fewer than
+    ``count`` (at most ``count * 10`` steps), distinct, in bucket order and head first (the newest
+    key of a chain first). Six empty buckets in a row jump to a new random index, as in Redis.
+    """
+    used = S.ist[I_NRES]
+    if used < count:
+        count = used
+    size = S.ist[I_HSIZE]
+    if count <= 0 or size == 0:
+        return 0
+    mask = size - 1
+    maxsteps = count * 10
+    stored = 0
+    i = int(rng_next(S.rng) >> _U11) & mask
+    emptylen = 0
+    while stored < count and maxsteps > 0:
+        maxsteps -= 1
+        e = S.hbuckets[i]
+        if e < 0:
+            emptylen += 1
+            if emptylen >= 5 and emptylen > count:
+                i = int(rng_next(S.rng) >> _U11) & mask
+                emptylen = 0
+        else:
+            emptylen = 0
+            while e >= 0:
+                S.hsamp[stored] = e
+                stored += 1
+                if stored == count:
+                    return stored
+                e = S.hnext[e]
+        i = (i + 1) & mask
+    return stored
+
+
+@nb.njit(**_JIT)
+def dict_fair_random_key(S):
+    """dictGetFairRandomKey(): one of up to 15 dictGetSomeKeys() keys, else dictGetRandomKey()."""
+    n = dict_get_some_keys(S, GETFAIR_NUM_ENTRIES)
+    if n > 0:
+        return S.hsamp[rng_below(S.rng, n)]
+    size = S.ist[I_HSIZE]
+    if S.ist[I_NRES] == 0 or size == 0:
+        return -1
+    mask = size - 1
+    while True:
+        e = S.hbuckets[int(rng_next(S.rng) >> _U11) & mask]
+        if e >= 0:
+            break
+    m = 0
+    x = e
+    while x >= 0:
+        m += 1
+        x = S.hnext[x]
+    for _ in range(rng_below(S.rng, m)):
+        e = S.hnext[e]
+    return e
+
+
 # ----------------------------------------------------------------------------- keyspace (db.c)
 @nb.njit(**_INLINE)
 def vol_add(S, k):
@@ -328,6 +478,7 @@ def remove_key(S, k):
     S.kv[moved, KV_DPOS] = i
     S.kv[k, KV_DPOS] = -1
     S.ist[I_NRES] = last
+    dict_delete(S, k)
     vol_remove(S, k)
     S.ist[I_DATA] -= S.kv[k, KV_COST]
     S.kv[k, KV_COST] = 0
@@ -378,16 +529,23 @@ def candidate_score(S, k, now):
 def pool_populate(S, now):
     """evictionPoolPopulate(): sample keys into the 16-entry pool sorted by ascending idle.
 
-    When there are no more candidates than ``maxmemory-samples`` every one is taken, as
-    dictGetSomeKeys returns the whole dict then. Otherwise, approximation: samples are uniform with
-    replacement (Redis walks consecutive hash buckets from a random index and returns distinct
-    keys). Returns the number of keys sampled (0 if none are candidates).
+    allkeys-* with ``SimParams.sampling="dict"`` (default) sample as Redis does, with
+    dict_get_some_keys() over the modelled hash table: distinct keys from consecutive buckets, the
+    newest of a chain first, possibly fewer than ``maxmemory-samples``; the pool keeps stale
+    entries and duplicates, as in Redis. volatile-* (db->expires, not modelled as a table) and
+    ``sampling="uniform"`` draw uniformly with replacement, all candidates when there are no more
+    than ``maxmemory-samples``. Returns the number of candidates (0 if none).
     """
     volatile = S.ipar[P_KEYS] == KEYS_VOLATILE
     n = S.ist[I_NVOL] if volatile else S.ist[I_NRES]
     if n == 0:
         return 0
     ns = S.ipar[P_SAMPLES]
+    walk = S.ipar[P_DICT_SAMPLE] != 0 and not volatile
+    if walk:
+        ns = dict_get_some_keys(S, min(ns, SAMPLE_SCRATCH))
+        if ns == 0:
+            return n  # nothing found within count*10 steps: Redis retries (keys exist)
     take_all = ns >= n
     if take_all:
         ns = n
@@ -395,8 +553,11 @@ def pool_populate(S, now):
     pi = S.pool_idle
     last = EVPOOL_SIZE - 1
     for s in range(ns):
-        j = s if take_all else rng_below(S.rng, n)
-        k = S.vkeys[j] if volatile else S.dkeys[j]
+        if walk:
+            k = S.hsamp[s]
+        else:
+            j = s if take_all else rng_below(S.rng, n)
+            k = S.vkeys[j] if volatile else S.dkeys[j]
         idle = candidate_score(S, k, now)
         i = 0
         while i < EVPOOL_SIZE and pk[i] >= 0 and pi[i] < idle:
@@ -433,6 +594,8 @@ def select_victim(S, now):
             n = S.ist[I_NVOL]
             return S.vkeys[rng_below(S.rng, n)] if n > 0 else -1
         n = S.ist[I_NRES]
+        if n > 0 and S.ipar[P_DICT_SAMPLE]:
+            return dict_fair_random_key(S)
         return S.dkeys[rng_below(S.rng, n)] if n > 0 else -1
     volatile = keys == KEYS_VOLATILE
     while True:
@@ -509,6 +672,7 @@ def write_key(S, k, size, exp, now):
         touch(S, k, now)
     else:
         n = S.ist[I_NRES]
+        dict_add(S, k, n)
         S.dkeys[n] = k
         S.kv[k, KV_DPOS] = n
         S.ist[I_NRES] = n + 1
@@ -605,6 +769,7 @@ def advance_clock(S, now):
     sec = int(math.floor(now))
     if sec > S.ist[I_CRON_SEC]:
         close_idle_clients(S, now)
+        dict_try_shrink(S)
         S.ist[I_CRON_SEC] = sec
     S.fst[F_NOW] = now
     S.fst[F_NEXT_EVENT] = next_event(S)

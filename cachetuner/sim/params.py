@@ -132,6 +132,11 @@ class SimParams(_Model):
         description="make-room: evict until each write fits (used <= maxmemory always; libCacheSim's order); "
         "redis: evict only before each command while used > maxmemory, a write may overshoot until the next",
     )
+    sampling: Literal["dict", "uniform"] = Field(
+        "dict",
+        description="allkeys-* eviction candidates: dict = walk a model of Redis's hash table as dictGetSomeKeys / "
+        "dictGetFairRandomKey do (consecutive buckets, newest key of a chain first); uniform = uniform draws",
+    )
 
     @classmethod
     def exact(cls) -> SimParams:

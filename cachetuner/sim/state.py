@@ -16,6 +16,7 @@ from numba.experimental import structref
 from cachetuner.metrics import LATENCY_BUCKETS_S
 
 EVPOOL_SIZE = 16  # evict.c: EVPOOL_SIZE
+SAMPLE_SCRATCH = 64  # dictGetSomeKeys output buffer (maxmemory-samples <= 64, GETFAIR_NUM_ENTRIES 15)
 
 # Scalar slots in KState.ist (int64).
 I_NRES = 0       # resident keys
@@ -33,7 +34,8 @@ I_AE_TICK = 11   # last active-expire tick processed
 I_CRON_SEC = 12  # last clientsCron second processed
 I_STARTED = 13   # clock initialised by a first request
 I_PEAK = 14      # peak used_memory since the last report
-N_IST = 15
+I_HSIZE = 15     # main dict (db->dict) hash-table size in buckets, 0 = not allocated (power of two)
+N_IST = 16
 
 # Scalar slots in KState.fst (float64).
 F_NOW = 0        # simulated clock, seconds
@@ -120,6 +122,10 @@ class KState(NamedTuple):
     fpar: np.ndarray      # float64 parameters (kernel.Q_*)
     jit_tab: np.ndarray   # float64: lognormal(0, jitter_sigma) factors at evenly spaced quantiles
     miss_tab: np.ndarray  # float64: lognormal(0, miss_sigma) factors at evenly spaced quantiles
+    hhash: np.ndarray     # int64: per-key hash (Redis: siphash with a per-process random seed)
+    hnext: np.ndarray     # int64: next key in the same hash bucket (dictEntry->next), -1 = end
+    hbuckets: np.ndarray  # int64: bucket heads of the main dict, first ist[I_HSIZE] used, -1 = empty
+    hsamp: np.ndarray     # int64[SAMPLE_SCRATCH]: dictGetSomeKeys output
 
 
 @structref.register
@@ -145,6 +151,21 @@ structref.define_proxy(KernelState, KernelStateType, list(KState._fields))
 def to_kernel(s: KState) -> KernelState:
     """Wrap ``s``'s arrays (shared) for the kernel."""
     return KernelState(*s)
+
+
+def key_hashes(n: int, salt: int) -> np.ndarray:
+    """A seeded random 64-bit hash per key id (splitmix64 of ``id ^ salt``), as int64 bits.
+
+    Redis hashes key names with siphash under a random per-process seed, so which keys share or
+    neighbour a bucket is random but fixed for the keys' lifetime; this reproduces that.
+    """
+    with np.errstate(over="ignore"):
+        z = np.arange(n, dtype=np.uint64) ^ np.uint64(salt)
+        z += np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return z.view(np.int64)
 
 
 def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew: float, seed: int) -> KState:
@@ -191,6 +212,10 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
         fpar=np.zeros(N_PARAMS, dtype=np.float64),
         jit_tab=np.ones(QUANTILE_TABLE_SIZE, dtype=np.float64),
         miss_tab=np.ones(QUANTILE_TABLE_SIZE, dtype=np.float64),
+        hhash=key_hashes(n, z),
+        hnext=minus.copy(),
+        hbuckets=np.full(max(4, 1 << int(n).bit_length()), -1, dtype=np.int64),
+        hsamp=np.zeros(SAMPLE_SCRATCH, dtype=np.int64),
     )
 
 

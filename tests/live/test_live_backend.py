@@ -44,6 +44,32 @@ def test_config_set_get_round_trip(backend: LiveRedisBackend, live_stack: LocalS
     assert backend.config == cfg
 
 
+def _config_set_calls(r: redis.Redis) -> int:
+    return int(r.info("commandstats").get("cmdstat_config|set", {}).get("calls", 0))
+
+
+def test_apply_is_one_atomic_config_set(backend: LiveRedisBackend, live_stack: LocalStack) -> None:
+    """Several changed parameters go out in ONE CONFIG SET; one refused value changes nothing at all."""
+    r = redis.Redis.from_url(live_stack.redis_url, decode_responses=True)
+    start = RedisConfig(maxmemory=30_000_000, maxmemory_policy="allkeys-lru", maxmemory_samples=5, timeout=0)
+    assert backend.apply(start).ok
+    calls = _config_set_calls(r)
+    good = start.evolve(maxmemory=31_000_000, maxmemory_policy="allkeys-lfu", maxmemory_samples=9, lfu_log_factor=12)
+    res = backend.apply(good)
+    assert res.ok, res.error
+    assert _config_set_calls(r) == calls + 1  # four parameters, one command
+    assert res.applied == good
+    # timeout > INT_MAX passes RedisConfig's validation but Redis refuses it: the valid changes that
+    # travel in the same CONFIG SET must not be applied either.
+    bad = good.evolve(maxmemory=32_000_000, maxmemory_policy="volatile-ttl", maxmemory_samples=3, timeout=2**40)
+    res = backend.apply(bad)
+    assert not res.ok
+    assert res.error is not None and res.error.startswith("CONFIG SET ") and "timeout" in res.error, res.error
+    assert _config_set_calls(r) == calls + 2
+    on_server = RedisConfig.from_redis({k: r.config_get(k)[k] for k in good.to_redis()})
+    assert on_server == good == res.applied == backend.config
+
+
 def test_acl_user_without_config_set_is_refused(live_stack: LocalStack) -> None:
     admin = redis.Redis.from_url(live_stack.redis_url)
     admin.acl_setuser("tuner", enabled=True, passwords=["+s3cret"], keys=["*"], commands=["+@all", "-config|set"])

@@ -94,3 +94,39 @@ def test_stack_down_skips_a_recycled_pid(tmp_path: Path) -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_restart_keeps_stack_json_pids_and_down_cleans_all(tmp_path: Path) -> None:
+    """LocalStack.restart: new PID recorded in stack.json, old one gone, `stack down` still stops everything."""
+    import pytest
+    import redis
+
+    from cachetuner.errors import ServiceError
+    from cachetuner.live.stack import LocalStack, stop_stack
+
+    d = tmp_path / "r"
+    seen: list[int] = []
+    with LocalStack(d, maxmemory=0, redis_only=True) as st:
+        first = st.info.pids["redis"]
+        seen.append(first)
+        r = redis.Redis.from_url(st.redis_url, decode_responses=True)
+        r.config_set("maxmemory", 123_456_789)
+        # Crash (SIGKILL) and restart: same port and redis.conf, so the CONFIG SET is forgotten.
+        second = st.restart("redis", sig=signal.SIGKILL)
+        seen.append(second)
+        assert second != first and not pid_alive(first) and pid_alive(second)
+        assert load_state(d).pids["redis"] == second  # type: ignore[union-attr]
+        assert r.config_get("maxmemory")["maxmemory"] == "0"
+        # Another instance (as another process would) restarts it from stack.json, SIGTERM this time.
+        third = LocalStack(d).restart("redis")
+        seen.append(third)
+        assert third not in (first, second) and not pid_alive(second) and pid_alive(third)
+        assert load_state(d).pids["redis"] == third  # type: ignore[union-attr]
+        assert r.ping()
+        with pytest.raises(ServiceError, match="valid: redis, exporter, prometheus"):
+            st.restart("redis-server")
+        with pytest.raises(ServiceError, match="exporter is not part of the stack"):
+            st.restart("exporter")
+        assert stop_stack(d) == ["redis"]
+    assert_all_gone({f"redis#{i}": p for i, p in enumerate(seen)})
+    assert not (d / STATE_FILE).exists()
