@@ -169,12 +169,20 @@ def resolve_uri(tracking_uri: str | None = None) -> str:
 
 def read_report(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, str], dict]:
     """Tags and ``ab_report.json`` of a parent A/B run (ConfigError when the id is no A/B run)."""
+    import logging
+
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
     from cachetuner.errors import ConfigError
 
-    client = MlflowClient(tracking_uri=resolve_uri(tracking_uri))
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    uri = resolve_uri(tracking_uri)
+    db = store_root(uri)
+    if db is not None and not Path(uri[len("sqlite:///"):]).is_file():
+        raise ConfigError(f"no MLflow store at {uri}; pass --tracking-uri (or set MLFLOW_TRACKING_URI)")
+    client = MlflowClient(tracking_uri=uri)
     try:
         run = client.get_run(run_id)
     except MlflowException:

@@ -35,7 +35,7 @@ def load_trace(src: TraceSource) -> Trace:
         from cachetuner.hotness_model.synthetic import periodic_rotation_trace
 
         return periodic_rotation_trace(seed=src.seed)
-    from cachetuner.traces import read_trace  # type: ignore[attr-defined]
+    from cachetuner.traces import read_trace
 
     kwargs: dict[str, Any] = {"seed": src.seed}
     if src.size_model is not None:

@@ -433,12 +433,12 @@ def replay(
         return b"".join(parts)
 
     def defer(idx: int, k: int) -> None:
-        q = dgroups.get(k)
-        if q is None:
+        grp = dgroups.get(k)
+        if grp is None:
             dgroups[k] = deque((idx,))
             heappush(dheap, (idx, k))
         else:
-            q.append(idx)
+            grp.append(idx)
 
     def encode_request(idx: int, k: int) -> bytes:
         op = ops[idx]
@@ -607,14 +607,14 @@ def replay(
                     if busy is not None and k in busy:
                         aside.append((idx, k))
                         continue
-                    q = dgroups[k]
-                    q.popleft()
+                    grp = dgroups[k]
+                    grp.popleft()
                     seen_add(k)
                     cmds_append(encode_request(idx, k))
                     bidx_append(idx)
                     cnt += 1
-                    if q:
-                        aside.append((q[0], k))  # its next request waits for a later batch
+                    if grp:
+                        aside.append((grp[0], k))  # its next request waits for a later batch
                     else:
                         del dgroups[k]
                 for e in aside:

@@ -117,7 +117,6 @@ LFU_INIT_VAL = 5                # server.h: LFU_INIT_VAL
 DICT_HT_INITIAL_SIZE = 4        # dict.h
 HASHTABLE_MIN_FILL = 10         # server.h: shrink below 10 % fill (tryResizeHashTables)
 HASHTABLE_MAX_LOAD_FACTOR = 1.618  # server.c: dictExpandAllowed()
-GETFAIR_NUM_ENTRIES = 15        # dict.c: dictGetFairRandomKey()
 TTL_SCORE_BASE = 1 << 62        # volatile-ttl: idle = ULLONG_MAX - expire
 #: Redis's clocks run on unix time; trace time 0 is mapped here (2023-11-14) so that the 24-bit
 #: field reinterpretations on a policy switch behave as on a real server (see apply_config). A whole
@@ -423,11 +422,14 @@ def dict_get_some_keys(S, count):
 
 
 @nb.njit(**_JIT)
-def dict_fair_random_key(S):
-    """dictGetFairRandomKey(): one of up to 15 dictGetSomeKeys() keys, else dictGetRandomKey()."""
-    n = dict_get_some_keys(S, GETFAIR_NUM_ENTRIES)
-    if n > 0:
-        return S.hsamp[rng_below(S.rng, n)]
+def dict_random_key(S):
+    """dictGetRandomKey() (what performEvictions() uses for allkeys-random): a uniformly random
+    non-empty bucket, then a uniformly random entry of its chain.
+
+    Not uniform over keys: a key alone in its bucket is drawn as often as a whole chain, so random
+    eviction removes isolated keys first and the survivors cluster in chains (visible in Redis's
+    DEBUG HTSTATS as fewer "different slots" than random hashing gives).
+    """
     size = S.ist[I_HSIZE]
     if S.ist[I_NRES] == 0 or size == 0:
         return -1
@@ -595,7 +597,7 @@ def select_victim(S, now):
             return S.vkeys[rng_below(S.rng, n)] if n > 0 else -1
         n = S.ist[I_NRES]
         if n > 0 and S.ipar[P_DICT_SAMPLE]:
-            return dict_fair_random_key(S)
+            return dict_random_key(S)
         return S.dkeys[rng_below(S.rng, n)] if n > 0 else -1
     volatile = keys == KEYS_VOLATILE
     while True:

@@ -156,18 +156,10 @@ class TieredCacheSim:
         """
         self._process(trace, start, stop)
         old = self._mark
-        self._mark = self._marks()
-        d = self._mark["cnt"] - old["cnt"]
-        self._last_hist = self._mark["hist"] - old["hist"]
-        return SimCounts(
-            requests=int(d[C_REQ]),
-            gets=int(d[C_GETS]),
-            hits=int(d[C_HITS]),
-            byte_requests=int(d[C_BREQ]),
-            byte_hits=int(d[C_BHIT]),
-            sets=int(d[C_SETS]),
-            evictions=int(d[C_EVICT]),
-        )
+        self._mark = new = self._marks()
+        d = (new["cnt"] - old["cnt"]).tolist()
+        self._last_hist = new["hist"] - old["hist"]
+        return SimCounts(d[C_REQ], d[C_GETS], d[C_HITS], d[C_BREQ], d[C_BHIT], d[C_SETS], d[C_EVICT])
 
     def apply_config(self, config: RedisConfig) -> None:
         """CONFIG SET between intervals, with Redis's side effects.
@@ -180,7 +172,7 @@ class TieredCacheSim:
         get_policy(config.maxmemory_policy)
         old = self._config
         self._config = config
-        self._set_params(config)
+        self._set_config_params(config)
         self._sync_exact_list(old, config)
         if config.maxmemory and self.used_memory > config.maxmemory:
             K.evict_to_limit(self._kstate)
@@ -289,15 +281,9 @@ class TieredCacheSim:
         return new_state(self.n_keys, self._key_bytes, c.n_clients, c.activity_skew, self.seed)
 
     def _set_params(self, config: RedisConfig) -> None:
-        spec = get_policy(config.maxmemory_policy)
+        """Write every kernel parameter: the :class:`SimParams` ones, then the config's."""
         p = self.params
         ip, fp = self._state.ipar, self._state.fpar
-        ip[K.P_MAXMEM] = config.maxmemory
-        ip[K.P_KEYS] = spec.keys
-        ip[K.P_SCORE] = spec.score
-        ip[K.P_SAMPLES] = config.maxmemory_samples
-        ip[K.P_LFU_LOG] = config.lfu_log_factor
-        ip[K.P_LFU_DECAY] = config.lfu_decay_time
         ip[K.P_FLAT] = -1 if p.memory.per_key_overhead is None else p.memory.per_key_overhead
         ip[K.P_BASE] = p.memory.base_used_memory
         ip[K.P_LGQ] = p.memory.jemalloc_lg_quantum
@@ -324,9 +310,21 @@ class TieredCacheSim:
         fp[K.Q_MISS_COST] = p.cost.miss_cost
         fp[K.Q_AE_PERIOD] = ae.period_s
         fp[K.Q_AE_STALE] = ae.acceptable_stale_pct
-        fp[K.Q_TIMEOUT] = float(config.timeout)
         self._state.jit_tab[:] = lognormal_table(lat.jitter_sigma)
         self._state.miss_tab[:] = lognormal_table(lat.miss_sigma)
+        self._set_config_params(config)
+
+    def _set_config_params(self, config: RedisConfig) -> None:
+        """Only the parameters a CONFIG SET can change (apply_config runs often: what-if mini caches)."""
+        spec = get_policy(config.maxmemory_policy)
+        ip = self._state.ipar
+        ip[K.P_MAXMEM] = config.maxmemory
+        ip[K.P_KEYS] = spec.keys
+        ip[K.P_SCORE] = spec.score
+        ip[K.P_SAMPLES] = config.maxmemory_samples
+        ip[K.P_LFU_LOG] = config.lfu_log_factor
+        ip[K.P_LFU_DECAY] = config.lfu_decay_time
+        self._state.fpar[K.Q_TIMEOUT] = float(config.timeout)
 
     def _sync_exact_list(self, old: RedisConfig | None, new: RedisConfig) -> None:
         """Maintain the exact-LRU list only while ``exact-lru`` is in force.

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import numpy as np
+import pytest
 from abtest_support import LARGE, SMALL, ab_config
 
 from cachetuner.ab.runner import run_ab
 from cachetuner.ab.stats import BETTER, INCONCLUSIVE, NO_DIFFERENCE, WORSE
+from cachetuner.cli.main import main
 
 
 def test_aa_same_tuner_in_both_arms_finds_no_difference() -> None:
@@ -43,3 +49,24 @@ def test_msprt_may_stop_early() -> None:
     res = run_ab(ab_config({"config": SMALL}, {"config": LARGE}, stats={"method": "msprt"}), max_intervals=30)
     assert res.verdict.verdict == BETTER
     assert res.verdict.deltas["cost"].stopped_at is not None
+
+
+def test_cli_trace_options_override_the_workload(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = Path(__file__).resolve().parents[2] / "experiments" / "ab_lfu_vs_lru.yaml"
+    monkeypatch.setattr(sys, "argv", [
+        "cachetuner", "ab", "--config", str(config), "--trace", "synthetic:zipf", "--rate", "1000",
+        "--limit", "60000", "--size-model", "fixed:2048", "--max-intervals", "6", "--no-track", "--json",
+    ])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code in (0, None)
+    out = capsys.readouterr().out
+    doc = json.loads(out)  # exactly one JSON object on stdout
+    assert out.strip().count("\n") == 0
+    (w,) = doc["meta"]["workload"]
+    assert (w["trace"], w["rate"], w["limit"], w["size_model"]) == ("synthetic:zipf", 1000.0, 60000, "fixed:2048")
+    assert doc["intervals"] == 6 and doc["verdict"] == INCONCLUSIVE
+    assert set(doc) >= {"hit_ratio_delta_pp", "byte_hit_ratio_delta_pp", "p95_delta_ms", "cost_delta", "mlflow_run_id"}

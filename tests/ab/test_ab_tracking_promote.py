@@ -125,3 +125,22 @@ def test_promote_writes_a_better_treatment_into_the_daemon_config(store: dict, t
     assert json.loads(log.read_text().splitlines()[-1])["run_id"] == run_id
     tags = MlflowClient(tracking_uri=store["uri"]).get_run(run_id).data.tags
     assert tags["ab.promotion"] == "promoted" and tags["ab.promoted_to"] == str(daemon)
+
+
+def test_a_model_treatment_becomes_a_ppo_policy(tmp_path: Path) -> None:
+    from cachetuner.ab.config import ArmConfig
+    from cachetuner.ab.promote import daemon_policy_for, write_policy
+
+    model = tmp_path / "m" / "model.zip"
+    model.parent.mkdir()
+    model.write_bytes(b"zip")
+    (model.parent / "train_config.yaml").write_text("env: {}\n")
+    policy = daemon_policy_for(ArmConfig(model=str(model)))
+    assert policy == {"name": "ppo", "model": str(model.resolve()),
+                      "env_config": str((model.parent / "train_config.yaml").resolve())}
+    daemon = tmp_path / "daemon.yaml"
+    daemon.write_text(yaml.safe_dump(DAEMON))
+    write_policy(daemon, policy)
+    assert load_daemon_config(daemon).policy.model == str(model.resolve())
+    with pytest.raises(Exception, match="fixed-config policy"):
+        daemon_policy_for(ArmConfig(config=SMALL))
