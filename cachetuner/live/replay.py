@@ -87,6 +87,11 @@ class ReplayOptions(BaseModel):
         description="batches on the wire at once; >1 overlaps client and server but defers every key of the "
         "batches in flight, which costs more than it gains on skewed traces (web07: 53k -> 30k req/s)",
     )  # fmt: skip
+    overlap: bool = Field(
+        True,
+        description="flat out with inflight 1: build the next batch while the current one is on the wire "
+        "(batches then hold `pipeline` commands on average, not exactly)",
+    )
     metrics_port: int | None = Field(0, ge=0, description="prometheus_client port on 127.0.0.1; 0 = free port; None = off")
     sample_rate: float = Field(sampling.DEFAULT_SAMPLE_RATE, ge=0, le=1, description="share of keys published to the stream")
     stream_prefix: str = Field("cachetuner:", description="the sampled-request stream is {prefix}sampled")
@@ -423,6 +428,12 @@ def replay(
     # Up to `inflight` batches on the wire: batch k+1 may be sent before the replies of batch k are read;
     # it then excludes every key of batch k (their fills are not known yet).
     inflight: deque[tuple[int, int, list[int], float, set[int]]] = deque()
+    # Flat out with one batch in flight: build the next batch's requests while Redis answers the current
+    # one (client and server then work at the same time). Its size is `pipeline` minus the fills and
+    # stream entries of the batch before (the current batch's are not known yet), so a batch holds
+    # `pipeline` commands on average rather than exactly. Paced replays build after reading replies.
+    overlap = opt.overlap and opt.inflight == 1 and opt.rate is None and opt.speedup is None
+    last_pending = 0  # fills + stream entries at the head of the batch sent last
 
     def xadd(k: int, size: int, op: int, wall: float, ttl: float, hit: int) -> bytes:
         """The sampled-request stream entry of one request (format in :mod:`.sampling`)."""
@@ -587,14 +598,21 @@ def replay(
 
             # Build one batch: pending fills/XADDs first, then up to `pipeline` requests with distinct keys
             # that are not in the batch still in flight.
-            fills_in_pending = len(pending_fills)
-            cmds = pending_fills + pending_xadds
-            pending_fills = []
-            pending_xadds = []
-            busy = (inflight[0][4] if len(inflight) == 1 else set().union(*(b[4] for b in inflight))) if inflight else None
+            if overlap:
+                # Requests first, while the previous batch is still on the wire (its keys need no
+                # exclusion: its replies are read, and its fills put ahead, before this batch is sent).
+                cmds = []
+                busy = None
+                room = max(1, opt.pipeline - last_pending)
+            else:
+                fills_in_pending = len(pending_fills)
+                cmds = pending_fills + pending_xadds
+                pending_fills = []
+                pending_xadds = []
+                busy = (inflight[0][4] if len(inflight) == 1 else set().union(*(b[4] for b in inflight))) if inflight else None
+                room = max(1, opt.pipeline - len(cmds))
             seen: set[int] = set()
             batch_idx: list[int] = []
-            room = max(1, opt.pipeline - len(cmds))
             cmds_append, bidx_append, seen_add = cmds.append, batch_idx.append, seen.add
             # Earlier-deferred requests first (trace order), then new ones from the cursor; a request
             # whose key is already in this batch (or in flight) is deferred to a later one. (exact_order
@@ -660,6 +678,15 @@ def replay(
                             break
                 taken += end - i
                 i = end
+            if overlap:
+                if inflight:
+                    process(*inflight.popleft()[:4])
+                fills_in_pending = len(pending_fills)
+                last_pending = fills_in_pending + len(pending_xadds)
+                if last_pending:
+                    cmds = pending_fills + pending_xadds + cmds
+                    pending_fills = []
+                    pending_xadds = []
             if cmds:
                 t_send = time.perf_counter()
                 if send_times is not None and batch_idx:
@@ -668,7 +695,7 @@ def replay(
                 res.round_trips += 1
                 res.commands += len(cmds)
                 inflight.append((len(cmds), fills_in_pending, batch_idx, t_send, seen))
-            if inflight and (len(inflight) >= opt.inflight or not batch_idx):
+            if not overlap and inflight and (len(inflight) >= opt.inflight or not batch_idx):
                 process(*inflight.popleft()[:4])
         while inflight:
             process(*inflight.popleft()[:4])
