@@ -108,3 +108,23 @@ def test_bench_replay_json(cli_env: dict[str, str]) -> None:
     assert d["requests"] == 30000
     assert d["replay_ops_per_s"] > 0 and d["redis_benchmark_ops_per_s"] > 0
     assert abs(d["ratio"] - d["replay_ops_per_s"] / d["redis_benchmark_ops_per_s"]) < 1e-9
+
+
+def test_overlap_and_exact_order_keep_read_through_outcomes(redis_only: LocalStack) -> None:
+    """Building the next batch while one is on the wire (overlap), or not, or in exact order: on an
+    unbounded Redis every GET's outcome is fixed by the earlier requests of its key, so the counts agree."""
+    r = redis.Redis.from_url(redis_only.redis_url)
+    trace = read_trace("bundled:web07", size_model="fixed:100", limit=20_000)
+    outcomes = []
+    for kw in ({"overlap": True}, {"overlap": False}, {"overlap": True, "exact_order": True}, {"overlap": True, "pipeline": 7}):
+        r.flushall()
+        before = _server(r)
+        res = replay(trace, redis_only.redis_url, ReplayOptions(**{"pipeline": 64, "sample_rate": 0.0, "metrics_port": None, **kw}))
+        after = _server(r)
+        assert res.hits + res.misses == res.gets == 20_000
+        assert after["keyspace_hits"] - before["keyspace_hits"] == res.hits
+        assert after["keyspace_misses"] - before["keyspace_misses"] == res.misses
+        assert r.dbsize() == res.misses  # every miss filled, nothing evicted
+        outcomes.append((res.hits, res.misses, res.fills, res.commands))
+    assert len(set(outcomes)) == 1, outcomes
+    assert outcomes[0][1] == len(np.unique(trace.keys))  # exactly the first request of each key misses
