@@ -81,33 +81,29 @@ def _resolve_configs(model: Path | None, config: Path | None) -> tuple[Any, Path
     return TrainConfig(experiment="evaluate", total_timesteps=1), None
 
 
-@app.command("evaluate")
-def evaluate_cmd(
-    model: Annotated[Path | None, typer.Option("--model", help="model.zip from cachetuner train")] = None,
-    trace: Annotated[
-        str | None,
-        typer.Option("--trace", help="trace file, synthetic:NAME or a workload .yaml; default: the config's evaluation workload"),
-    ] = None,
-    fmt: FormatOpt = "auto",
-    size_model: SizeModelOpt = None,
-    rate: RateOpt = None,
-    seed: SeedOpt = 0,
-    limit: LimitOpt = None,
-    params: ParamsOpt = None,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", help="experiment YAML (env + baselines); default: the model's train_config.yaml"),
-    ] = None,
-    tuners: Annotated[str | None, typer.Option("--tuners", help="comma-separated tuner names (default: all)")] = None,
-    workload: Annotated[int, typer.Option("--workload", min=0, help="workload index when --trace is not given")] = 0,
-    intervals: Annotated[int | None, typer.Option("--intervals", min=1, help="episode length; default: the whole trace")] = None,
-    json_out: Annotated[bool, _JSON] = False,
-    tracking_uri: Annotated[str | None, _URI] = None,
-) -> None:
-    """Run the trained policy and the baselines on the same traffic; report cost, hit ratio, memory, gap closed."""
+def run_evaluation(
+    *,
+    model: Path | None,
+    trace: str | None,
+    fmt: str = "auto",
+    size_model: str | None = None,
+    rate: float | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    params: Path | None = None,
+    config: Path | None = None,
+    tuners: str | None = None,
+    workload: int = 0,
+    intervals: int | None = None,
+    tracking_uri: str | None = None,
+) -> tuple[dict[str, Any], Any]:
+    """Run ``model`` and the baselines on the same traffic and log the comparison to MLflow.
+
+    Returns the JSON-ready summary (with ``mlflow_run_id``) and the :class:`EvalReport`; ``cachetuner
+    evaluate`` and ``cachetuner demo`` both print from it.
+    """
     import mlflow
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-    from rich.table import Table
 
     from cachetuner.agent.evaluate import SUMMARY_FIELDS, evaluate_tuners
     from cachetuner.agent.plots import episode_figures
@@ -163,9 +159,46 @@ def evaluate_cmd(
             log_figure_png(fig, f"eval_{key}")
         result["mlflow_run_id"] = run.info.run_id
 
+    return result, report
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    model: Annotated[Path | None, typer.Option("--model", help="model.zip from cachetuner train")] = None,
+    trace: Annotated[
+        str | None,
+        typer.Option("--trace", help="trace file, synthetic:NAME or a workload .yaml; default: the config's evaluation workload"),
+    ] = None,
+    fmt: FormatOpt = "auto",
+    size_model: SizeModelOpt = None,
+    rate: RateOpt = None,
+    seed: SeedOpt = 0,
+    limit: LimitOpt = None,
+    params: ParamsOpt = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="experiment YAML (env + baselines); default: the model's train_config.yaml"),
+    ] = None,
+    tuners: Annotated[str | None, typer.Option("--tuners", help="comma-separated tuner names (default: all)")] = None,
+    workload: Annotated[int, typer.Option("--workload", min=0, help="workload index when --trace is not given")] = 0,
+    intervals: Annotated[int | None, typer.Option("--intervals", min=1, help="episode length; default: the whole trace")] = None,
+    json_out: Annotated[bool, _JSON] = False,
+    tracking_uri: Annotated[str | None, _URI] = None,
+) -> None:
+    """Run the trained policy and the baselines on the same traffic; report cost, hit ratio, memory, gap closed."""
+    result, report = run_evaluation(model=model, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed, limit=limit, params=params, config=config, tuners=tuners, workload=workload, intervals=intervals, tracking_uri=tracking_uri)
     if json_out:
         emit_json(result)
         return
+    print_evaluation(result, report)
+
+
+def print_evaluation(result: dict[str, Any], report: Any) -> None:
+    """The evaluation table on stdout (rich)."""
+    from rich.table import Table
+
+    from cachetuner.agent.evaluate import SUMMARY_FIELDS
+
     table = Table(title=f"evaluation on {report.workload} ({len(next(iter(report.results.values())).records)} intervals)")
     table.add_column("tuner")
     for k in SUMMARY_FIELDS:
@@ -183,4 +216,4 @@ def evaluate_cmd(
         )
     out.print(table, width=max(out.width, 150))
     gc = report.gap_closed
-    out.print(f"gap closed (best-static -> oracle): {'n/a' if gc is None else f'{gc:.1%}'}; MLflow run {run.info.run_id}")
+    out.print(f"gap closed (best-static -> oracle): {'n/a' if gc is None else f'{gc:.1%}'}; MLflow run {result['mlflow_run_id']}")

@@ -16,6 +16,16 @@ sequential replay except when an eviction falls between a miss and its fill. Req
 keys may be reordered by a batch or more (deferral), which changes which keys an eviction finds;
 ``exact_order`` removes that reordering at some cost in throughput on traces with runs of one key.
 
+Throughput (>= 100k requests/s from one process is the target; see docs/live.md for measurements):
+GET commands are pre-encoded per key and a batch goes out in one ``sendall``; deferred requests are
+per-key FIFOs under a heap of their first trace index, so a batch takes them in trace order without
+rescanning the backlog; replies of read-through GET traces are accounted with C-level list scans (only
+misses touch Python); counters and the latency histogram are custom collectors updated once a batch.
+Flat out (no pacing, one batch in flight, ``overlap``) the next batch is built while the current one is
+on the wire: it cannot contain a key that needs the current batch's outcome before it is sent, because
+it is sent only after those replies are read and those fills are put ahead of it; its size is
+``pipeline`` minus the previous batch's fills, so ``pipeline`` holds on average rather than exactly.
+
 Miss latency is *accounted, not slept*: the backend call is not performed; a miss is recorded in the
 latency histogram as ``batch round trip + backend latency + fill round trip`` (the fill round trip is
 approximated by the batch's), with the backend latency drawn lognormal (median

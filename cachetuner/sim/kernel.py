@@ -354,8 +354,14 @@ def dict_add(S, k, used_before):
         if allowed and new_size <= S.hbuckets.shape[0]:
             dict_rehash(S, new_size)
     h = S.hhash[k] & (S.ist[I_HSIZE] - 1)
-    S.hnext[k] = S.hbuckets[h]
-    S.hbuckets[h] = k
+    e = S.hbuckets[h]
+    S.hnext[k] = -1
+    if e < 0:
+        S.hbuckets[h] = k
+    else:
+        while S.hnext[e] >= 0:
+            e = S.hnext[e]
+        S.hnext[e] = k
 
 
 @nb.njit(**_INLINE)
