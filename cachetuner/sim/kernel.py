@@ -39,7 +39,6 @@ from cachetuner.sim.state import (
     C_REQ,
     C_SETS,
     EVPOOL_SIZE,
-    SAMPLE_SCRATCH,
     F_NEXT_EVENT,
     F_NOW,
     FC_LATSUM_MS,
@@ -67,6 +66,7 @@ from cachetuner.sim.state import (
     KV_PREV,
     KV_VPOS,
     KV_VSIZE,
+    SAMPLE_SCRATCH,
 )
 
 # Integer parameters (ipar).
@@ -354,14 +354,8 @@ def dict_add(S, k, used_before):
         if allowed and new_size <= S.hbuckets.shape[0]:
             dict_rehash(S, new_size)
     h = S.hhash[k] & (S.ist[I_HSIZE] - 1)
-    e = S.hbuckets[h]
-    S.hnext[k] = -1
-    if e < 0:
-        S.hbuckets[h] = k
-    else:
-        while S.hnext[e] >= 0:
-            e = S.hnext[e]
-        S.hnext[e] = k
+    S.hnext[k] = S.hbuckets[h]
+    S.hbuckets[h] = k
 
 
 @nb.njit(**_INLINE)

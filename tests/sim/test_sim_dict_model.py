@@ -122,7 +122,7 @@ def test_get_some_keys_walks_consecutive_buckets():
         keys = s.hsamp[:got].tolist()
         assert len(set(keys)) == got
         b0 = bucket_of[keys[0]]
-        for a, b in zip(keys, keys[1:]):
+        for a, b in zip(keys, keys[1:], strict=False):
             ba, bb = bucket_of[a], bucket_of[b]
             if ba == bb:  # same chain: in chain order
                 ch = chains[ba]
