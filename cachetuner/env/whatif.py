@@ -339,7 +339,7 @@ def _fixed_bytes(params: SimParams) -> int:
 
 
 def _mini_params(params: SimParams) -> SimParams:
-    """Mini caches need hit ratios only: no second tier, and no unscaled fixed memory.
+    """Mini caches need hit ratios only: no second tier, no unscaled fixed memory, no latency model.
 
     They also draw eviction candidates uniformly (``sampling="uniform"``) instead of walking the
     simulator's model of Redis's hash table: a mini cache's keys carry local ids whose numbering
@@ -349,6 +349,7 @@ def _mini_params(params: SimParams) -> SimParams:
     return params.model_copy(
         update={
             "sampling": "uniform",
+            "model_latency": False,
             "memory": params.memory.model_copy(update={"base_used_memory": 0}),
             "clients": params.clients.model_copy(update={"client_buffer_bytes": 0}),
             "l2": params.l2.model_copy(update={"enabled": False}),

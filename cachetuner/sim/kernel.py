@@ -91,7 +91,8 @@ P_READ_ONLY = 17
 P_LGQ = 18          # jemalloc lg-quantum of the memory model
 P_REDIS_ORDER = 19  # 1: evict before each command only (Redis); 0: make room for each write
 P_DICT_SAMPLE = 20  # 1: sample allkeys candidates by walking the modelled hash table (dictGetSomeKeys)
-N_IPAR = 21
+P_LATENCY = 21      # 0: no latency model (no draws, no histogram): hit ratios only
+N_IPAR = 22
 
 # Float parameters (fpar).
 Q_NET_MS = 0
@@ -781,12 +782,16 @@ def advance_clock(S, now):
 @nb.njit(**_INLINE)
 def jitter(S, ms):
     """``ms`` times a lognormal factor (median 1, sigma ``jitter_sigma``) from the quantile table."""
+    if S.ipar[P_LATENCY] == 0:
+        return 0.0
     return ms * S.jit_tab[int(rng_uniform(S.rng) * S.jit_tab.shape[0])]
 
 
 @nb.njit(**_INLINE)
 def backend_ms(S):
     """One inference-call latency: median ``miss_ms``, lognormal sigma ``miss_sigma``."""
+    if S.ipar[P_LATENCY] == 0:
+        return 0.0
     return S.fpar[Q_MISS_MS] * S.miss_tab[int(rng_uniform(S.rng) * S.miss_tab.shape[0])]
 
 
@@ -912,7 +917,8 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
         if do_write:
             write_key(S, k, w_size, w_exp, now)
 
-        record_latency(S, lat)
+        if S.ipar[P_LATENCY]:
+            record_latency(S, lat)
         u = used_memory(S)
         if u > S.ist[I_PEAK]:
             S.ist[I_PEAK] = u

@@ -132,6 +132,11 @@ class SimParams(_Model):
         description="make-room: evict until each write fits (used <= maxmemory always; libCacheSim's order); "
         "redis: evict only before each command while used > maxmemory, a write may overshoot until the next",
     )
+    model_latency: bool = Field(
+        True,
+        description="False: no latency draws and an empty latency histogram (hit ratios, bytes, memory only); "
+        "for many small simulations such as the what-if mini caches",
+    )
     sampling: Literal["dict", "uniform"] = Field(
         "dict",
         description="allkeys-* eviction candidates: dict = walk a model of Redis's hash table as dictGetSomeKeys / "

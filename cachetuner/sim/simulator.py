@@ -289,6 +289,7 @@ class TieredCacheSim:
         ip[K.P_LGQ] = p.memory.jemalloc_lg_quantum
         ip[K.P_REDIS_ORDER] = int(p.eviction_order == "redis")
         ip[K.P_DICT_SAMPLE] = int(p.sampling == "dict")
+        ip[K.P_LATENCY] = int(p.model_latency)
         ip[K.P_CLIENT_BUF] = p.clients.client_buffer_bytes
         ip[K.P_NCLIENTS] = p.clients.n_clients
         ip[K.P_L2_ON] = int(p.l2.enabled and p.l2.capacity_bytes > 0)

@@ -244,3 +244,16 @@ def test_run_counts_matches_run_and_keeps_intervals():
         assert c.hit_ratio == pytest.approx(snap.hit_ratio)
     # A full report after run_counts covers only what came after it.
     assert a.run(tr, 3000, 4000).to_dict() == b.run(tr, 3000, 4000).to_dict()
+
+
+def test_without_latency_model_counts_stay_exact():
+    """model_latency=False (what-if mini caches): no latency figures, same request accounting."""
+    keys = np.random.default_rng(5).integers(0, 400, 3000)
+    tr = make_trace(keys, sizes=500, n_keys=400, rate=50.0)
+    cfg = RedisConfig(maxmemory=60_000, maxmemory_policy="allkeys-lru")  # 120 of 400 values
+    params = SimParams.exact().model_copy(update={"model_latency": False})
+    snap = TieredCacheSim(400, cfg, params, seed=1).run(tr)
+    assert snap.latency_p50_ms == 0.0 and snap.latency_mean_ms == 0.0
+    assert snap.hits + snap.misses == snap.gets == 3000 and snap.hits > 0 and snap.evictions > 0
+    exact = TieredCacheSim(400, RedisConfig(maxmemory=0), params, seed=1).run(tr)
+    assert exact.misses == len(np.unique(keys))  # unbounded: only cold misses
