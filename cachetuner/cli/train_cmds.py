@@ -195,14 +195,17 @@ def evaluate_cmd(
 
 def print_evaluation(result: dict[str, Any], report: Any) -> None:
     """The evaluation table on stdout (rich)."""
+    from rich.console import Console
     from rich.table import Table
 
     from cachetuner.agent.evaluate import SUMMARY_FIELDS
 
-    table = Table(title=f"evaluation on {report.workload} ({len(next(iter(report.results.values())).records)} intervals)")
-    table.add_column("tuner")
+    n = len(next(iter(report.results.values())).records)
+    table = Table(title=f"evaluation on {report.workload} ({n} intervals)")
+    table.add_column("tuner", no_wrap=True)
+    headers = {"mean_maxmemory_bytes": "mean maxmemory", "p95_latency_ms": "p95 ms"}
     for k in SUMMARY_FIELDS:
-        table.add_column(k, justify="right")
+        table.add_column(headers.get(k, k), justify="right", no_wrap=True)
     for t, s in result["tuners"].items():
         table.add_row(
             t,
@@ -214,6 +217,7 @@ def print_evaluation(result: dict[str, Any], report: Any) -> None:
             str(s["slo_violations"]),
             str(s["config_changes"]),
         )
-    out.print(table, width=max(out.width, 150))
+    # Piped output (make demo | tee) gets rich's 80 columns by default: too narrow for 8 columns.
+    (out if out.is_terminal and out.width >= 130 else Console(width=130)).print(table)
     gc = report.gap_closed
     out.print(f"gap closed (best-static -> oracle): {'n/a' if gc is None else f'{gc:.1%}'}; MLflow run {result['mlflow_run_id']}")

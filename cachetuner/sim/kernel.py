@@ -60,7 +60,7 @@ from cachetuner.sim.state import (
     I_TAIL,
     KV_COST,
     KV_DPOS,
-    KV_KEYLEN,
+    KV_HNEXT,
     KV_LRU,
     KV_NEXT,
     KV_PREV,
@@ -307,6 +307,25 @@ def l2_insert(S, k, size, exp):
 
 
 # ----------------------------------------------------------------------------- main dict (dict.c)
+_H1 = np.uint64(0x9E3779B97F4A7C15)
+_H2 = np.uint64(0xBF58476D1CE4E5B9)
+_H3 = np.uint64(0x94D049BB133111EB)
+_U30 = np.uint64(30)
+_U31 = np.uint64(31)
+
+
+@nb.njit(**_INLINE)
+def key_bucket(S, k, mask):
+    """``state.key_hashes()[k] & mask``, recomputed (a few multiplies) rather than loaded: the
+    hash array is one more random cache line per add / delete."""
+    z = np.uint64(k) ^ S.hsalt[0]
+    z += _H1
+    z = (z ^ (z >> _U30)) * _H2
+    z = (z ^ (z >> _U27)) * _H3
+    z ^= z >> _U31
+    return np.int64(z & np.uint64(mask))
+
+
 @nb.njit(**_INLINE)
 def dict_next_size(x):
     """_dictNextExp(): the smallest power of two >= x (at least DICT_HT_INITIAL_SIZE)."""
@@ -332,9 +351,9 @@ def dict_rehash(S, new_size):
     for b in range(old_size):
         e = old[b]
         while e >= 0:
-            nxt = S.hnext[e]
-            h = S.hhash[e] & mask
-            S.hnext[e] = S.hbuckets[h]
+            nxt = S.kv[e, KV_HNEXT]
+            h = key_bucket(S, e, mask)
+            S.kv[e, KV_HNEXT] = S.hbuckets[h]
             S.hbuckets[h] = e
             e = nxt
     S.ist[I_HSIZE] = new_size
@@ -354,24 +373,24 @@ def dict_add(S, k, used_before):
             allowed = used_memory(S) + 8 * new_size <= maxmem  # overMaxmemoryAfterAlloc()
         if allowed and new_size <= S.hbuckets.shape[0]:
             dict_rehash(S, new_size)
-    h = S.hhash[k] & (S.ist[I_HSIZE] - 1)
-    S.hnext[k] = S.hbuckets[h]
+    h = key_bucket(S, k, S.ist[I_HSIZE] - 1)
+    S.kv[k, KV_HNEXT] = S.hbuckets[h]
     S.hbuckets[h] = k
 
 
 @nb.njit(**_INLINE)
 def dict_delete(S, k):
     """dictDelete(): unlink ``k`` from its bucket chain."""
-    h = S.hhash[k] & (S.ist[I_HSIZE] - 1)
+    h = key_bucket(S, k, S.ist[I_HSIZE] - 1)
     e = S.hbuckets[h]
     if e == k:
-        S.hbuckets[h] = S.hnext[k]
+        S.hbuckets[h] = S.kv[k, KV_HNEXT]
     else:
-        while e >= 0 and S.hnext[e] != k:
-            e = S.hnext[e]
+        while e >= 0 and S.kv[e, KV_HNEXT] != k:
+            e = S.kv[e, KV_HNEXT]
         if e >= 0:
-            S.hnext[e] = S.hnext[k]
-    S.hnext[k] = -1
+            S.kv[e, KV_HNEXT] = S.kv[k, KV_HNEXT]
+    S.kv[k, KV_HNEXT] = -1
 
 
 @nb.njit(**_JIT)
@@ -417,7 +436,7 @@ def dict_get_some_keys(S, count):
                 stored += 1
                 if stored == count:
                     return stored
-                e = S.hnext[e]
+                e = S.kv[e, KV_HNEXT]
         i = (i + 1) & mask
     return stored
 
@@ -443,9 +462,9 @@ def dict_random_key(S):
     x = e
     while x >= 0:
         m += 1
-        x = S.hnext[x]
+        x = S.kv[x, KV_HNEXT]
     for _ in range(rng_below(S.rng, m)):
-        e = S.hnext[e]
+        e = S.kv[e, KV_HNEXT]
     return e
 
 
@@ -482,10 +501,11 @@ def remove_key(S, k):
     S.kv[k, KV_DPOS] = -1
     S.ist[I_NRES] = last
     dict_delete(S, k)
-    vol_remove(S, k)
+    if S.kv[k, KV_VPOS] >= 0:  # expire[] is only ever non-zero for resident TTL keys: no write otherwise
+        vol_remove(S, k)
+        S.expire[k] = 0.0
     S.ist[I_DATA] -= S.kv[k, KV_COST]
     S.kv[k, KV_COST] = 0
-    S.expire[k] = 0.0
     if S.ist[I_LISTED]:
         list_unlink(S, k)
 
@@ -617,12 +637,15 @@ def select_victim(S, now):
 @nb.njit(**_INLINE)
 def evict_one(S, k, now):
     """Delete an eviction victim, count it, and demote its value into L2."""
-    size = S.kv[k, KV_VSIZE]
-    exp = S.expire[k]
-    remove_key(S, k)
-    S.cnt[C_EVICT] += 1
     if S.ipar[P_L2_ON]:
+        size = S.kv[k, KV_VSIZE]
+        exp = S.expire[k]
+        remove_key(S, k)
+        S.cnt[C_EVICT] += 1
         l2_insert(S, k, size, exp)
+    else:
+        remove_key(S, k)
+        S.cnt[C_EVICT] += 1
 
 
 @nb.njit(**_JIT)
@@ -650,7 +673,11 @@ def write_key(S, k, size, exp, now):
     runs it: evict only while used > maxmemory *before* the command, then admit the write, which
     may overshoot until the next command evicts again.
     """
-    new_cost = key_charge(S.ipar[P_FLAT], S.kv[k, KV_KEYLEN], size, exp > 0.0, S.ipar[P_LGQ])
+    flat = S.ipar[P_FLAT]
+    if flat >= 0:
+        new_cost = size + flat  # key_charge() of the flat model, without loading the key length
+    else:
+        new_cost = key_charge(flat, S.klen[k], size, exp > 0.0, S.ipar[P_LGQ])
     maxmem = S.ipar[P_MAXMEM]
     if maxmem > 0 and S.ipar[P_REDIS_ORDER]:
         if used_memory(S) > maxmem and not perform_evictions(S, now, 0):
@@ -688,10 +715,11 @@ def write_key(S, k, size, exp, now):
             list_push_head(S, k)
     S.kv[k, KV_COST] = new_cost
     S.kv[k, KV_VSIZE] = size
-    S.expire[k] = exp
     if exp > 0.0:
+        S.expire[k] = exp
         vol_add(S, k)
-    else:
+    elif S.kv[k, KV_VPOS] >= 0:
+        S.expire[k] = 0.0
         vol_remove(S, k)
     S.cnt[C_SETS] += 1
     return True

@@ -82,7 +82,9 @@ def lognormal_table(sigma: float, size: int = QUANTILE_TABLE_SIZE) -> np.ndarray
 
 
 # Columns of KState.kv: the per-key fields a request touches, in one 64-byte row (one cache line)
-# rather than eight arrays, because a miss otherwise costs a cache miss per field.
+# rather than eight arrays, because a miss otherwise costs a cache miss per field. The dict chain
+# link lives here too (a bucket walk reads the row it scores anyway); the key-name length, needed
+# only by the Redis 7 memory formula, is a separate array (``klen``).
 KV_DPOS = 0      # index in dkeys, -1 if not resident
 KV_VPOS = 1      # index in vkeys, -1 if not resident with a TTL
 KV_LRU = 2       # Redis robj 24-bit lru field (LRU clock, or LFU minutes<<8 | counter)
@@ -90,7 +92,7 @@ KV_COST = 3      # bytes charged to used_memory for the resident key
 KV_VSIZE = 4     # value size of the resident key
 KV_PREV = 5      # exact-LRU list
 KV_NEXT = 6
-KV_KEYLEN = 7    # key name bytes
+KV_HNEXT = 7     # next key in the same main-dict bucket (dictEntry->next), -1 = end of chain
 N_KV = 8
 
 
@@ -100,7 +102,7 @@ class KState(NamedTuple):
     kv: np.ndarray        # int64[n_keys, 8]: per-key fields KV_* (one 64-byte row per key)
     dkeys: np.ndarray     # int64: dense list of resident keys (swap-remove) for O(1) sampling
     vkeys: np.ndarray     # int64: dense list of resident keys with a TTL (Redis db->expires)
-    expire: np.ndarray    # float64: absolute expire time, 0 = no TTL
+    expire: np.ndarray    # float64: absolute expire time of a resident key with a TTL, else 0 (kept 0, never written, for keys without one)
     l2in: np.ndarray      # int8: key present in L2
     l2size: np.ndarray    # int64
     l2exp: np.ndarray     # float64
@@ -122,8 +124,10 @@ class KState(NamedTuple):
     fpar: np.ndarray      # float64 parameters (kernel.Q_*)
     jit_tab: np.ndarray   # float64: lognormal(0, jitter_sigma) factors at evenly spaced quantiles
     miss_tab: np.ndarray  # float64: lognormal(0, miss_sigma) factors at evenly spaced quantiles
-    hhash: np.ndarray     # int64: per-key hash (Redis: siphash with a per-process random seed)
-    hnext: np.ndarray     # int64: next key in the same hash bucket (dictEntry->next), -1 = end
+    hhash: np.ndarray     # int64: per-key hash (Redis: siphash with a per-process random seed), for
+    #                       inspection: the kernel recomputes it from ``hsalt`` (no cache miss)
+    hsalt: np.ndarray     # uint64[1]: salt of key_hashes()
+    klen: np.ndarray      # int64: key-name bytes per key (read by the Redis 7 memory formula only)
     hbuckets: np.ndarray  # int64: bucket heads of the main dict, first ist[I_HSIZE] used, -1 = empty
     hsamp: np.ndarray     # int64[SAMPLE_SCRATCH]: dictGetSomeKeys output
 
@@ -185,7 +189,9 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
     kv = np.zeros((n, N_KV), dtype=np.int64)
     kv[:, [KV_DPOS, KV_VPOS, KV_PREV, KV_NEXT]] = -1
     kb = np.asarray(key_bytes, dtype=np.int64)
-    kv[: len(kb), KV_KEYLEN] = kb
+    kv[:, KV_HNEXT] = -1
+    klen = np.zeros(n, dtype=np.int64)
+    klen[: len(kb)] = kb
     return KState(
         kv=kv,
         dkeys=np.zeros(n, dtype=np.int64),
@@ -213,7 +219,8 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
         jit_tab=np.ones(QUANTILE_TABLE_SIZE, dtype=np.float64),
         miss_tab=np.ones(QUANTILE_TABLE_SIZE, dtype=np.float64),
         hhash=key_hashes(n, z),
-        hnext=minus.copy(),
+        hsalt=np.array([z], dtype=np.uint64),
+        klen=klen,
         hbuckets=np.full(max(4, 1 << int(n).bit_length()), -1, dtype=np.int64),
         hsamp=np.zeros(SAMPLE_SCRATCH, dtype=np.int64),
     )

@@ -25,7 +25,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.sim import SimCounts, SimParams, TieredCacheSim
 from cachetuner.sim import kernel as K
 from cachetuner.sim.params import ClientParams, MemoryParams
-from cachetuner.sim.state import I_HSIZE, I_NRES
+from cachetuner.sim.state import I_HSIZE, I_NRES, KV_HNEXT
 
 
 def _chains(sim: TieredCacheSim) -> dict[int, list[int]]:
@@ -35,7 +35,7 @@ def _chains(sim: TieredCacheSim) -> dict[int, list[int]]:
         chain, e = [], int(s.hbuckets[b])
         while e >= 0:
             chain.append(e)
-            e = int(s.hnext[e])
+            e = int(s.kv[e, KV_HNEXT])
         if chain:
             out[b] = chain
     return out
