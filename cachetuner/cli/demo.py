@@ -30,6 +30,10 @@ def demo_cmd(
         Path | None, typer.Option("--model", help="evaluate this model.zip instead of training a new one")
     ] = None,
     timesteps: Annotated[int | None, typer.Option("--timesteps", min=1, help="override total_timesteps")] = None,
+    intervals: Annotated[
+        int | None, typer.Option("--intervals", min=1, help="evaluate only the first N intervals (default: whole traces)")
+    ] = None,
+    output_dir: Annotated[Path | None, typer.Option("--output-dir", help="override the config's output_dir")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print exactly one JSON object on stdout")] = False,
     tracking_uri: Annotated[
         str | None, typer.Option("--tracking-uri", help="MLflow store (default: sqlite:///mlflow.db here)")
@@ -46,6 +50,8 @@ def demo_cmd(
         cfg = TrainConfig.from_yaml(config)
         if timesteps is not None:
             cfg = cfg.model_copy(update={"total_timesteps": timesteps})
+        if output_dir is not None:
+            cfg = cfg.model_copy(update={"output_dir": output_dir})
         console.rule(f"[bold]1/2 training PPO ({config}, {cfg.total_timesteps} steps at most)")
         res = train(cfg, tracking_uri=tracking_uri, config_path=config, console=console)
         model = res.model_path
@@ -68,7 +74,9 @@ def demo_cmd(
     evaluations: dict[str, Any] = {}
     for i, (label, trace, kwargs) in enumerate(HELD_OUT, start=1):
         console.rule(f"[bold]2/2 evaluation {i}/{len(HELD_OUT)}: {label} (held out)")
-        result, report = run_evaluation(model=model, trace=trace, config=config, tracking_uri=tracking_uri, **kwargs)
+        result, report = run_evaluation(
+            model=model, trace=trace, config=config, tracking_uri=tracking_uri, intervals=intervals, **kwargs
+        )
         evaluations[label] = result
         if not json_out:
             print_evaluation(result, report)
