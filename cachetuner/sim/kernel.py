@@ -225,30 +225,34 @@ def used_memory(S):
 # ----------------------------------------------------------------------------- exact LRU list
 @nb.njit(**_INLINE)
 def list_unlink(S, k):
-    p = S.kv[k, KV_PREV]
-    n = S.kv[k, KV_NEXT]
+    kv = S.kv  # one struct field load (and reference count pair) instead of one per access
+    ist = S.ist
+    p = kv[k, KV_PREV]
+    n = kv[k, KV_NEXT]
     if p >= 0:
-        S.kv[p, KV_NEXT] = n
+        kv[p, KV_NEXT] = n
     else:
-        S.ist[I_HEAD] = n
+        ist[I_HEAD] = n
     if n >= 0:
-        S.kv[n, KV_PREV] = p
+        kv[n, KV_PREV] = p
     else:
-        S.ist[I_TAIL] = p
-    S.kv[k, KV_PREV] = -1
-    S.kv[k, KV_NEXT] = -1
+        ist[I_TAIL] = p
+    kv[k, KV_PREV] = -1
+    kv[k, KV_NEXT] = -1
 
 
 @nb.njit(**_INLINE)
 def list_push_head(S, k):
-    h = S.ist[I_HEAD]
-    S.kv[k, KV_PREV] = -1
-    S.kv[k, KV_NEXT] = h
+    kv = S.kv
+    ist = S.ist
+    h = ist[I_HEAD]
+    kv[k, KV_PREV] = -1
+    kv[k, KV_NEXT] = h
     if h >= 0:
-        S.kv[h, KV_PREV] = k
+        kv[h, KV_PREV] = k
     else:
-        S.ist[I_TAIL] = k
-    S.ist[I_HEAD] = k
+        ist[I_TAIL] = k
+    ist[I_HEAD] = k
 
 
 # ----------------------------------------------------------------------------- second tier
@@ -374,23 +378,26 @@ def dict_add(S, k, used_before):
         if allowed and new_size <= S.hbuckets.shape[0]:
             dict_rehash(S, new_size)
     h = key_bucket(S, k, S.ist[I_HSIZE] - 1)
-    S.kv[k, KV_HNEXT] = S.hbuckets[h]
-    S.hbuckets[h] = k
+    hb = S.hbuckets
+    S.kv[k, KV_HNEXT] = hb[h]
+    hb[h] = k
 
 
 @nb.njit(**_INLINE)
 def dict_delete(S, k):
     """dictDelete(): unlink ``k`` from its bucket chain."""
+    kv = S.kv
+    hb = S.hbuckets
     h = key_bucket(S, k, S.ist[I_HSIZE] - 1)
-    e = S.hbuckets[h]
+    e = hb[h]
     if e == k:
-        S.hbuckets[h] = S.kv[k, KV_HNEXT]
+        hb[h] = kv[k, KV_HNEXT]
     else:
-        while e >= 0 and S.kv[e, KV_HNEXT] != k:
-            e = S.kv[e, KV_HNEXT]
+        while e >= 0 and kv[e, KV_HNEXT] != k:
+            e = kv[e, KV_HNEXT]
         if e >= 0:
-            S.kv[e, KV_HNEXT] = S.kv[k, KV_HNEXT]
-    S.kv[k, KV_HNEXT] = -1
+            kv[e, KV_HNEXT] = kv[k, KV_HNEXT]
+    kv[k, KV_HNEXT] = -1
 
 
 @nb.njit(**_JIT)
@@ -402,7 +409,7 @@ def dict_try_shrink(S):
         dict_rehash(S, dict_next_size(used))
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def dict_get_some_keys(S, count):
     """dictGetSomeKeys(): walk consecutive buckets from a random index, taking whole chains.
 
@@ -410,33 +417,38 @@ def dict_get_some_keys(S, count):
     ``count`` (at most ``count * 10`` steps), distinct, in bucket order and head first (the newest
     key of a chain first). Six empty buckets in a row jump to a new random index, as in Redis.
     """
-    used = S.ist[I_NRES]
+    ist = S.ist
+    used = ist[I_NRES]
     if used < count:
         count = used
-    size = S.ist[I_HSIZE]
+    size = ist[I_HSIZE]
     if count <= 0 or size == 0:
         return 0
+    kv = S.kv
+    hb = S.hbuckets
+    hsamp = S.hsamp
+    rng = S.rng
     mask = size - 1
     maxsteps = count * 10
     stored = 0
-    i = int(rng_next(S.rng) >> _U11) & mask
+    i = int(rng_next(rng) >> _U11) & mask
     emptylen = 0
     while stored < count and maxsteps > 0:
         maxsteps -= 1
-        e = S.hbuckets[i]
+        e = hb[i]
         if e < 0:
             emptylen += 1
             if emptylen >= 5 and emptylen > count:
-                i = int(rng_next(S.rng) >> _U11) & mask
+                i = int(rng_next(rng) >> _U11) & mask
                 emptylen = 0
         else:
             emptylen = 0
             while e >= 0:
-                S.hsamp[stored] = e
+                hsamp[stored] = e
                 stored += 1
                 if stored == count:
                     return stored
-                e = S.kv[e, KV_HNEXT]
+                e = kv[e, KV_HNEXT]
         i = (i + 1) & mask
     return stored
 
@@ -493,20 +505,23 @@ def vol_remove(S, k):
 @nb.njit(**_INLINE)
 def remove_key(S, k):
     """dbDelete(): drop a resident key from every structure (not counted by itself)."""
-    i = S.kv[k, KV_DPOS]
-    last = S.ist[I_NRES] - 1
-    moved = S.dkeys[last]
-    S.dkeys[i] = moved
-    S.kv[moved, KV_DPOS] = i
-    S.kv[k, KV_DPOS] = -1
-    S.ist[I_NRES] = last
+    kv = S.kv
+    ist = S.ist
+    dkeys = S.dkeys
+    i = kv[k, KV_DPOS]
+    last = ist[I_NRES] - 1
+    moved = dkeys[last]
+    dkeys[i] = moved
+    kv[moved, KV_DPOS] = i
+    kv[k, KV_DPOS] = -1
+    ist[I_NRES] = last
     dict_delete(S, k)
-    if S.kv[k, KV_VPOS] >= 0:  # expire[] is only ever non-zero for resident TTL keys: no write otherwise
+    if kv[k, KV_VPOS] >= 0:  # expire[] is only ever non-zero for resident TTL keys: no write otherwise
         vol_remove(S, k)
         S.expire[k] = 0.0
-    S.ist[I_DATA] -= S.kv[k, KV_COST]
-    S.kv[k, KV_COST] = 0
-    if S.ist[I_LISTED]:
+    ist[I_DATA] -= kv[k, KV_COST]
+    kv[k, KV_COST] = 0
+    if ist[I_LISTED]:
         list_unlink(S, k)
 
 
@@ -548,7 +563,7 @@ def candidate_score(S, k, now):
     return 0
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def pool_populate(S, now):
     """evictionPoolPopulate(): sample keys into the 16-entry pool sorted by ascending idle.
 
@@ -559,12 +574,14 @@ def pool_populate(S, now):
     ``sampling="uniform"`` draw uniformly with replacement, all candidates when there are no more
     than ``maxmemory-samples``. Returns the number of candidates (0 if none).
     """
-    volatile = S.ipar[P_KEYS] == KEYS_VOLATILE
-    n = S.ist[I_NVOL] if volatile else S.ist[I_NRES]
+    ipar = S.ipar
+    ist = S.ist
+    volatile = ipar[P_KEYS] == KEYS_VOLATILE
+    n = ist[I_NVOL] if volatile else ist[I_NRES]
     if n == 0:
         return 0
-    ns = S.ipar[P_SAMPLES]
-    walk = S.ipar[P_DICT_SAMPLE] != 0 and not volatile
+    ns = ipar[P_SAMPLES]
+    walk = ipar[P_DICT_SAMPLE] != 0 and not volatile
     if walk:
         ns = dict_get_some_keys(S, min(ns, SAMPLE_SCRATCH))
         if ns == 0:
@@ -574,14 +591,31 @@ def pool_populate(S, now):
         ns = n
     pk = S.pool_key
     pi = S.pool_idle
+    hsamp = S.hsamp
+    rng = S.rng
+    keys = S.vkeys if volatile else S.dkeys
+    kv = S.kv
+    score = ipar[P_SCORE]
+    decay = ipar[P_LFU_DECAY]
+    clk = lru_clock(now)
     last = EVPOOL_SIZE - 1
     for s in range(ns):
         if walk:
-            k = S.hsamp[s]
+            k = hsamp[s]
         else:
-            j = s if take_all else rng_below(S.rng, n)
-            k = S.vkeys[j] if volatile else S.dkeys[j]
-        idle = candidate_score(S, k, now)
+            j = s if take_all else rng_below(rng, n)
+            k = keys[j]
+        # candidate_score(), with the arrays already loaded
+        if score == SCORE_LRU:  # lru_idle_ms() with the clock read once
+            field = kv[k, KV_LRU]
+            if clk >= field:
+                idle = (clk - field) * LRU_CLOCK_RESOLUTION_MS
+            else:
+                idle = (clk + (LRU_CLOCK_MAX - field)) * LRU_CLOCK_RESOLUTION_MS
+        elif score == SCORE_LFU:
+            idle = 255 - lfu_decr_and_return(kv[k, KV_LRU], now, decay)
+        else:
+            idle = candidate_score(S, k, now)
         i = 0
         while i < EVPOOL_SIZE and pk[i] >= 0 and pi[i] < idle:
             i += 1
@@ -621,16 +655,18 @@ def select_victim(S, now):
             return dict_random_key(S)
         return S.dkeys[rng_below(S.rng, n)] if n > 0 else -1
     volatile = keys == KEYS_VOLATILE
+    pool_key = S.pool_key
+    kv = S.kv
     while True:
         if pool_populate(S, now) == 0:
             return -1
         for i in range(EVPOOL_SIZE - 1, -1, -1):
-            k = S.pool_key[i]
+            k = pool_key[i]
             if k < 0:
                 continue
-            S.pool_key[i] = -1
+            pool_key[i] = -1
             # Ghost entries (deleted since they were pooled) are skipped, as in Redis.
-            if S.kv[k, KV_DPOS] >= 0 and (not volatile or S.kv[k, KV_VPOS] >= 0):
+            if kv[k, KV_DPOS] >= 0 and (not volatile or kv[k, KV_VPOS] >= 0):
                 return k
 
 
@@ -673,55 +709,58 @@ def write_key(S, k, size, exp, now):
     runs it: evict only while used > maxmemory *before* the command, then admit the write, which
     may overshoot until the next command evicts again.
     """
-    flat = S.ipar[P_FLAT]
-    if flat >= 0:
-        new_cost = size + flat  # key_charge() of the flat model, without loading the key length
-    else:
-        new_cost = key_charge(flat, S.klen[k], size, exp > 0.0, S.ipar[P_LGQ])
-    maxmem = S.ipar[P_MAXMEM]
-    if maxmem > 0 and S.ipar[P_REDIS_ORDER]:
+    kv = S.kv  # struct fields loaded once: each S.<field> access costs a reference-count pair
+    ist = S.ist
+    ipar = S.ipar
+    cnt = S.cnt
+    flat = ipar[P_FLAT]
+    # key_charge(); the flat model needs no key length (one cache line fewer per write)
+    new_cost = size + flat if flat >= 0 else key_charge(flat, S.klen[k], size, exp > 0.0, ipar[P_LGQ])
+    maxmem = ipar[P_MAXMEM]
+    if maxmem > 0 and ipar[P_REDIS_ORDER]:
         if used_memory(S) > maxmem and not perform_evictions(S, now, 0):
-            S.cnt[C_REJECT] += 1
+            cnt[C_REJECT] += 1
             return False
     elif maxmem > 0:
-        if S.ipar[P_BASE] + S.ist[I_NCONN] * S.ipar[P_CLIENT_BUF] + new_cost > maxmem:
-            S.cnt[C_REJECT] += 1
+        fixed = ipar[P_BASE] + ist[I_NCONN] * ipar[P_CLIENT_BUF]
+        if fixed + new_cost > maxmem:
+            cnt[C_REJECT] += 1
             return False
         while True:
-            old = S.kv[k, KV_COST] if S.kv[k, KV_DPOS] >= 0 else 0
-            if used_memory(S) - old + new_cost <= maxmem:
+            old = kv[k, KV_COST] if kv[k, KV_DPOS] >= 0 else 0
+            if fixed + ist[I_DATA] - old + new_cost <= maxmem:  # used_memory(): clients fixed here
                 break
             v = select_victim(S, now)
             if v < 0:
-                S.cnt[C_REJECT] += 1
+                cnt[C_REJECT] += 1
                 return False
             evict_one(S, v, now)
-    if S.kv[k, KV_DPOS] >= 0:
+    if kv[k, KV_DPOS] >= 0:
         # Overwrite: lookupKeyWrite() touched it; dbSetValue() keeps the old lru/lfu field.
-        S.ist[I_DATA] += new_cost - S.kv[k, KV_COST]
+        ist[I_DATA] += new_cost - kv[k, KV_COST]
         touch(S, k, now)
     else:
-        n = S.ist[I_NRES]
+        n = ist[I_NRES]
         dict_add(S, k, n)
         S.dkeys[n] = k
-        S.kv[k, KV_DPOS] = n
-        S.ist[I_NRES] = n + 1
-        S.ist[I_DATA] += new_cost
-        if S.ipar[P_SCORE] == SCORE_LFU:  # createObject()
-            S.kv[k, KV_LRU] = (lfu_minutes(now) << 8) | LFU_INIT_VAL
+        kv[k, KV_DPOS] = n
+        ist[I_NRES] = n + 1
+        ist[I_DATA] += new_cost
+        if ipar[P_SCORE] == SCORE_LFU:  # createObject()
+            kv[k, KV_LRU] = (lfu_minutes(now) << 8) | LFU_INIT_VAL
         else:
-            S.kv[k, KV_LRU] = lru_clock(now)
-        if S.ist[I_LISTED]:
+            kv[k, KV_LRU] = lru_clock(now)
+        if ist[I_LISTED]:
             list_push_head(S, k)
-    S.kv[k, KV_COST] = new_cost
-    S.kv[k, KV_VSIZE] = size
+    kv[k, KV_COST] = new_cost
+    kv[k, KV_VSIZE] = size
     if exp > 0.0:
         S.expire[k] = exp
         vol_add(S, k)
-    elif S.kv[k, KV_VPOS] >= 0:
+    elif kv[k, KV_VPOS] >= 0:
         S.expire[k] = 0.0
         vol_remove(S, k)
-    S.cnt[C_SETS] += 1
+    cnt[C_SETS] += 1
     return True
 
 
@@ -856,39 +895,71 @@ def pick_client(S):
 # ----------------------------------------------------------------------------- main loop
 @nb.njit(**_JIT)
 def run_requests(S, ts, keys, sizes, ops, ttls):
-    """Process requests in order (processCommand() for each), updating cumulative counters."""
+    """Process requests in order (processCommand() for each), updating cumulative counters.
+
+    The arrays the common path touches are loaded from the state once, outside the loop: every
+    ``S.<field>`` access costs an (atomic) reference-count pair, which on a hit was most of the cost.
+    Parameters (``ipar`` / ``fpar``) cannot change during a call, so they are read once too.
+    """
+    kv = S.kv
+    ist = S.ist
+    fst = S.fst
+    cnt = S.cnt
+    ipar = S.ipar
+    rng = S.rng
+    expire = S.expire
+    cl_conn = S.cl_conn
+    cl_last = S.cl_last
+    jit_tab = S.jit_tab
+    miss_tab = S.miss_tab
+    n_jit = jit_tab.shape[0]
+    n_miss = miss_tab.shape[0]
+    hist = S.hist
+    bounds = S.bounds
+    n_bounds = bounds.shape[0]
+    fcnt = S.fcnt
     timeout = S.fpar[Q_TIMEOUT]
     net = S.fpar[Q_NET_MS]
     l1 = S.fpar[Q_L1_MS]
-    read_only = S.ipar[P_READ_ONLY] != 0
-    maxmem = S.ipar[P_MAXMEM]
-    cnt = S.cnt
+    miss_ms = S.fpar[Q_MISS_MS]
+    reconn_ms = S.fpar[Q_RECONN_MS]
+    read_only = ipar[P_READ_ONLY] != 0
+    maxmem = ipar[P_MAXMEM]
+    base = ipar[P_BASE]
+    client_buf = ipar[P_CLIENT_BUF]
+    latency = ipar[P_LATENCY] != 0
+    l2_on = ipar[P_L2_ON] != 0
+    lfu = ipar[P_SCORE] == SCORE_LFU
+    one_client = cl_conn.shape[0] == 1
     for i in range(ts.shape[0]):
         now = ts[i]
-        if now >= S.fst[F_NEXT_EVENT] or S.ist[I_STARTED] == 0:
+        if now >= fst[F_NEXT_EVENT] or ist[I_STARTED] == 0:
             advance_clock(S, now)  # crons due (rare); otherwise just move the clock
-        elif now > S.fst[F_NOW]:
-            S.fst[F_NOW] = now
-        now = S.fst[F_NOW]
+        elif now > fst[F_NOW]:
+            fst[F_NOW] = now
+        now = fst[F_NOW]
         k = keys[i]
         op = ops[i]
         cnt[C_REQ] += 1
         lat = net
 
-        c = pick_client(S)
-        if S.cl_conn[c] == 0 or (timeout > 0.0 and now - S.cl_last[c] > timeout):
-            if S.cl_conn[c] == 0:
-                S.cl_conn[c] = 1
-                S.ist[I_NCONN] += 1
+        c = 0 if one_client else pick_client(S)  # pick_client draws nothing for one client either
+        if cl_conn[c] == 0 or (timeout > 0.0 and now - cl_last[c] > timeout):
+            if cl_conn[c] == 0:
+                cl_conn[c] = 1
+                ist[I_NCONN] += 1
             cnt[C_RECONN] += 1
-            lat += S.fpar[Q_RECONN_MS]
-        S.cl_last[c] = now
+            lat += reconn_ms
+        cl_last[c] = now
 
-        if maxmem > 0 and used_memory(S) > maxmem:
+        if maxmem > 0 and base + ist[I_DATA] + ist[I_NCONN] * client_buf > maxmem:
             perform_evictions(S, now, 0)
-        expire_if_needed(S, k, now)
+        if kv[k, KV_VPOS] >= 0 and now > expire[k]:  # expire_if_needed()
+            remove_key(S, k)
+            cnt[C_EXPIRED] += 1
         cnt[C_CMDS] += 1
-        lat += jitter(S, l1)
+        if latency:  # jitter(l1)
+            lat += l1 * jit_tab[int(rng_uniform(rng) * n_jit)]
 
         do_write = False
         w_size = 0
@@ -897,14 +968,20 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
             sz = sizes[i]
             cnt[C_GETS] += 1
             cnt[C_BREQ] += sz
-            if S.kv[k, KV_DPOS] >= 0:
+            if kv[k, KV_DPOS] >= 0:
                 cnt[C_HITS] += 1
                 cnt[C_BHIT] += sz
-                touch(S, k, now)
+                if lfu:
+                    touch(S, k, now)
+                else:  # touch(): LRU clock, exact-LRU move to head
+                    kv[k, KV_LRU] = lru_clock(now)
+                    if ist[I_LISTED] and ist[I_HEAD] != k:
+                        list_unlink(S, k)
+                        list_push_head(S, k)
             else:
                 cnt[C_MISSES] += 1
                 served_l2 = False
-                if S.ipar[P_L2_ON] and S.l2in[k]:
+                if l2_on and S.l2in[k]:
                     if S.l2exp[k] > 0.0 and now > S.l2exp[k]:
                         l2_remove(S, k)
                     else:
@@ -912,7 +989,7 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
                 if served_l2:
                     cnt[C_L2HITS] += 1
                     lat += jitter(S, S.fpar[Q_L2_MS])
-                    if S.ipar[P_L2_FIFO] == 0:
+                    if ipar[P_L2_FIFO] == 0:
                         l2_unlink(S, k)
                         l2_push_head(S, k)
                     cnt[C_CMDS] += 1
@@ -922,34 +999,43 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
                     do_write = True
                 else:
                     cnt[C_BACKEND] += 1
-                    lat += backend_ms(S)
+                    if latency:  # backend_ms()
+                        lat += miss_ms * miss_tab[int(rng_uniform(rng) * n_miss)]
                     if read_only:
                         cnt[C_CMDS] += 1
-                        lat += net + jitter(S, l1)
+                        if latency:
+                            lat += net + l1 * jit_tab[int(rng_uniform(rng) * n_jit)]
+                        else:
+                            lat += net + 0.0
                         ttl = ttls[i]
                         w_size = sz
                         w_exp = now + ttl if ttl > 0.0 else 0.0
                         do_write = True
         elif op == OP_SET:
             ttl = ttls[i]
-            if S.ipar[P_L2_ON]:
+            if l2_on:
                 l2_remove(S, k)
             w_size = sizes[i]
             w_exp = now + ttl if ttl > 0.0 else 0.0
             do_write = True
         else:
-            if S.kv[k, KV_DPOS] >= 0:
+            if kv[k, KV_DPOS] >= 0:
                 remove_key(S, k)
-            if S.ipar[P_L2_ON]:
+            if l2_on:
                 l2_remove(S, k)
         if do_write:
             write_key(S, k, w_size, w_exp, now)
 
-        if S.ipar[P_LATENCY]:
-            record_latency(S, lat)
-        u = used_memory(S)
-        if u > S.ist[I_PEAK]:
-            S.ist[I_PEAK] = u
+        if latency:  # record_latency()
+            fcnt[FC_LATSUM_MS] += lat
+            sec = lat * 0.001
+            b = 0
+            while b < n_bounds and sec > bounds[b]:
+                b += 1
+            hist[b] += 1
+        u = base + ist[I_DATA] + ist[I_NCONN] * client_buf
+        if u > ist[I_PEAK]:
+            ist[I_PEAK] = u
 
 
 @nb.njit(**_JIT)
