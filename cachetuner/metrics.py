@@ -18,7 +18,10 @@ backend produced a snapshot.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+
+import numpy as np
 
 from cachetuner.config import RedisConfig
 
@@ -97,15 +100,15 @@ LATENCY_BUCKETS_S: tuple[float, ...] = (
 )
 
 
-def histogram_quantile(q: float, bucket_counts: "list[float] | tuple[float, ...] | object", bounds: tuple[float, ...] = LATENCY_BUCKETS_S) -> float:
+def histogram_quantile(
+    q: float, bucket_counts: Sequence[float] | np.ndarray, bounds: tuple[float, ...] = LATENCY_BUCKETS_S
+) -> float:
     """Prometheus ``histogram_quantile`` semantics on non-cumulative ``bucket_counts``.
 
     ``bucket_counts`` has ``len(bounds) + 1`` entries (last = +Inf bucket). Linear interpolation
     inside the bucket, lower bound 0 for the first bucket; a quantile in the +Inf bucket returns the
     highest finite bound (as Prometheus does). Returns seconds; NaN when there are no observations.
     """
-    import numpy as np
-
     counts = np.asarray(bucket_counts, dtype=np.float64)
     total = counts.sum()
     if total <= 0:
