@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -160,8 +161,11 @@ class LocalStack:
         maxmemory_policy: str = "allkeys-lru",
         ready_timeout_s: float = 60.0,
         redis_only: bool = False,
+        redis_options: Mapping[str, str] | None = None,
     ) -> None:
         self.dir = Path(dir).resolve()
+        #: extra ``redis.conf`` directives (e.g. ``{"enable-debug-command": "yes"}`` for tests that read DEBUG HTSTATS)
+        self.redis_options = dict(redis_options or {})
         self.maxmemory = maxmemory
         self.maxmemory_policy = maxmemory_policy
         self.ready_timeout_s = ready_timeout_s
@@ -211,6 +215,7 @@ class LocalStack:
                     f"maxmemory {self.maxmemory}",
                     f"maxmemory-policy {self.maxmemory_policy}",
                     f"logfile {self.dir / 'logs' / 'redis.log'}",
+                    *(f"{k} {v}" for k, v in self.redis_options.items()),
                     "",
                 ]
             )

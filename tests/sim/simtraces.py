@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
+import redis
 
 from cachetuner.traces.trace import Trace
 
@@ -41,3 +46,19 @@ def zipf_keys(n: int, n_keys: int, alpha: float = 1.0, seed: int = 0) -> np.ndar
     rng = np.random.default_rng(seed)
     w = 1.0 / np.arange(1, n_keys + 1) ** alpha
     return rng.choice(n_keys, size=n, p=w / w.sum()).astype(np.int64)
+
+
+@contextlib.contextmanager
+def real_redis(directory: Path, **redis_options: str) -> Iterator[redis.Redis]:
+    """A real redis-server on a free loopback port through the project's launcher, with no memory
+    limit and Redis's own default policy (tests set what they need with CONFIG SET)."""
+    from cachetuner.live.stack import LocalStack
+
+    with LocalStack(
+        directory, redis_only=True, maxmemory=0, maxmemory_policy="noeviction", redis_options=redis_options
+    ) as stack:
+        client = redis.Redis.from_url(stack.redis_url)
+        try:
+            yield client
+        finally:
+            client.close()

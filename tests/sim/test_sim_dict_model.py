@@ -8,10 +8,6 @@ off a real redis-server (docs/sim.md, "Eviction sampling").
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -19,7 +15,7 @@ import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from simtraces import make_trace
+from simtraces import make_trace, real_redis
 
 from cachetuner.config import RedisConfig
 from cachetuner.sim import SimCounts, SimParams, TieredCacheSim
@@ -165,28 +161,9 @@ def test_random_eviction_clusters_survivors_like_dict_get_random_key():
 
 
 @pytest.fixture(scope="module")
-def debug_redis() -> Iterator[redis.Redis]:
-    exe = shutil.which("redis-server")
-    assert exe, "redis-server not installed (apt-get install redis-server)"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--enable-debug-command", "yes"]  # fmt: skip
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    try:
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
+def debug_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[redis.Redis]:
+    with real_redis(tmp_path_factory.mktemp("redis"), **{"enable-debug-command": "yes"}) as client:
         yield client
-    finally:
-        client.close()
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.mark.integration

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import redis
-from simtraces import make_trace, zipf_keys
+from simtraces import make_trace, real_redis, zipf_keys
 
 from cachetuner.config import RedisConfig
 from cachetuner.sim import SimParams, TieredCacheSim
@@ -22,27 +19,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def redis_client() -> Iterator[redis.Redis]:
-    exe = shutil.which("redis-server")
-    assert exe, "redis-server not installed (apt-get install redis-server)"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    try:
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
+def redis_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[redis.Redis]:
+    with real_redis(tmp_path_factory.mktemp("redis")) as client:
         yield client
-    finally:
-        client.close()
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _used(r: redis.Redis) -> int:
