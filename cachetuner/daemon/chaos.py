@@ -455,10 +455,24 @@ class ChaosRun:
             self.acl(True)
 
     def _fault_latency_injection(self, w: FaultWindow) -> None:
-        """CLIENT PAUSE ALL 150 ms every 200 ms: every client's round trips stall -> p95 SLO breach."""
+        """CLIENT PAUSE ALL 150 ms every 200 ms: every client's round trips stall -> p95 SLO breach.
+
+        A rollback needs a breach within two intervals of a change, and metrics arrive one to three
+        intervals late, so a short window can end before the daemon has had the chance: the pauses go
+        on past ``duration`` until the audit log shows a rollback, bounded by ``max(4 x duration, 20 s)``.
+        """
         assert self.admin is not None
-        end = time.time() + self.duration
-        while time.time() < end:
+        audit = self.workdir / "daemon" / "audit.jsonl"
+        start = time.time()
+        end, cap = start + self.duration, start + max(4 * self.duration, 20.0)
+
+        def rolled_back() -> bool:
+            return any(
+                r.get("phase") == "intent" and r.get("action") == "rollback" and float(r.get("t", 0)) >= start
+                for r in read_audit(audit)
+            )
+
+        while time.time() < end or (time.time() < cap and not rolled_back()):
             with contextlib.suppress(redis.RedisError):
                 self.admin.execute_command("CLIENT", "PAUSE", "150", "ALL")
             time.sleep(0.2)
