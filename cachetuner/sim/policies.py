@@ -4,7 +4,7 @@ A policy is three independent choices, exactly as Redis encodes them in ``MAXMEM
 which keys are candidates (all keys or keys with a TTL), how a candidate is scored (LRU idle time,
 LFU 255-counter, TTL, or none for random), and whether scoring is sampled (Redis) or exact. Adding a
 policy means one :class:`PolicySpec` here plus, for a new score, one branch in
-:func:`cachetuner.sim.kernel.candidate_score`.
+:func:`cachetuner.sim.kernel.evict.candidate_score`.
 """
 
 from __future__ import annotations

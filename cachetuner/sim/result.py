@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +13,9 @@ from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.simulator import TieredCacheSim
 from cachetuner.traces.trace import Trace
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _SUMMED = (
     "requests", "gets", "hits", "misses", "byte_requests", "byte_hits", "sets", "evictions",
@@ -57,8 +61,14 @@ def simulate(
     seed: int = 0,
     interval_s: float = 60.0,
     progress: bool = False,
+    console: Console | None = None,
 ) -> SimResult:
-    """Replay the whole ``trace`` under a fixed ``config``, one snapshot per ``interval_s`` window."""
+    """Replay the whole ``trace`` under a fixed ``config``, one snapshot per ``interval_s`` window.
+
+    ``progress`` shows a transient progress bar on ``console`` (default: a stderr console, so that
+    stdout stays clean for results). The console is a parameter rather than the CLI's own so that
+    the simulator does not depend on the CLI package.
+    """
     params = params or SimParams()
     sim = TieredCacheSim(trace.n_keys, config, params, seed=seed, key_bytes=trace.key_bytes)
     windows = interval_bounds(trace, interval_s)
@@ -67,11 +77,10 @@ def simulate(
     t_start = time.perf_counter()
     bar = None
     if progress:
+        from rich.console import Console
         from rich.progress import Progress
 
-        from cachetuner.cli.app import console
-
-        bar = Progress(console=console, transient=True)
+        bar = Progress(console=console or Console(stderr=True), transient=True)
         bar.start()
         task = bar.add_task(f"simulating {trace.name}", total=len(trace))
     try:

@@ -18,7 +18,7 @@ from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, histogram_qua
 from cachetuner.sim import kernel as K
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.policies import SCORE_EXACT_LRU, get_policy
-from cachetuner.sim.state import (
+from cachetuner.sim.slots import (
     C_BACKEND,
     C_BHIT,
     C_BREQ,
@@ -46,6 +46,41 @@ from cachetuner.sim.state import (
     KV_LRU,
     KV_NEXT,
     KV_PREV,
+    P_AE_CATCHUP,
+    P_AE_KEYS,
+    P_AE_LOOPS,
+    P_AE_ON,
+    P_BASE,
+    P_CLIENT_BUF,
+    P_DICT_SAMPLE,
+    P_FLAT,
+    P_KEYS,
+    P_L2_CAP,
+    P_L2_FIFO,
+    P_L2_ON,
+    P_LATENCY,
+    P_LFU_DECAY,
+    P_LFU_LOG,
+    P_LGQ,
+    P_MAXMEM,
+    P_NCLIENTS,
+    P_READ_ONLY,
+    P_REDIS_ORDER,
+    P_SAMPLES,
+    P_SCORE,
+    Q_AE_PERIOD,
+    Q_AE_STALE,
+    Q_JITTER,
+    Q_L1_MS,
+    Q_L2_MS,
+    Q_MISS_COST,
+    Q_MISS_MS,
+    Q_MISS_SIGMA,
+    Q_NET_MS,
+    Q_RECONN_MS,
+    Q_TIMEOUT,
+)
+from cachetuner.sim.state import (
     KState,
     copy_state,
     lognormal_table,
@@ -217,7 +252,7 @@ class TieredCacheSim:
     def used_memory(self) -> int:
         """Redis ``used_memory`` now: base + keys + connected clients' buffers."""
         s = self._state
-        return int(s.ipar[K.P_BASE] + s.ist[I_DATA] + s.ist[I_NCONN] * s.ipar[K.P_CLIENT_BUF])
+        return int(s.ipar[P_BASE] + s.ist[I_DATA] + s.ist[I_NCONN] * s.ipar[P_CLIENT_BUF])
 
     @property
     def n_resident(self) -> int:
@@ -262,8 +297,8 @@ class TieredCacheSim:
         stop = n if stop is None else min(int(stop), n)
         start = max(0, int(start))
         s = self._state
-        s.ipar[K.P_READ_ONLY] = int(trace.read_only)
-        s.ist[I_PEAK] = int(s.ipar[K.P_BASE] + s.ist[I_DATA] + s.ist[I_NCONN] * s.ipar[K.P_CLIENT_BUF])
+        s.ipar[P_READ_ONLY] = int(trace.read_only)
+        s.ist[I_PEAK] = int(s.ipar[P_BASE] + s.ist[I_DATA] + s.ist[I_NCONN] * s.ipar[P_CLIENT_BUF])
         if stop > start:
             whole = start == 0 and stop == n
             K.run_requests(
@@ -284,33 +319,33 @@ class TieredCacheSim:
         """Write every kernel parameter: the :class:`SimParams` ones, then the config's."""
         p = self.params
         ip, fp = self._state.ipar, self._state.fpar
-        ip[K.P_FLAT] = -1 if p.memory.per_key_overhead is None else p.memory.per_key_overhead
-        ip[K.P_BASE] = p.memory.base_used_memory
-        ip[K.P_LGQ] = p.memory.jemalloc_lg_quantum
-        ip[K.P_REDIS_ORDER] = int(p.eviction_order == "redis")
-        ip[K.P_DICT_SAMPLE] = int(p.sampling == "dict")
-        ip[K.P_LATENCY] = int(p.model_latency)
-        ip[K.P_CLIENT_BUF] = p.clients.client_buffer_bytes
-        ip[K.P_NCLIENTS] = p.clients.n_clients
-        ip[K.P_L2_ON] = int(p.l2.enabled and p.l2.capacity_bytes > 0)
-        ip[K.P_L2_CAP] = p.l2.capacity_bytes
-        ip[K.P_L2_FIFO] = int(p.l2.policy == "fifo")
+        ip[P_FLAT] = -1 if p.memory.per_key_overhead is None else p.memory.per_key_overhead
+        ip[P_BASE] = p.memory.base_used_memory
+        ip[P_LGQ] = p.memory.jemalloc_lg_quantum
+        ip[P_REDIS_ORDER] = int(p.eviction_order == "redis")
+        ip[P_DICT_SAMPLE] = int(p.sampling == "dict")
+        ip[P_LATENCY] = int(p.model_latency)
+        ip[P_CLIENT_BUF] = p.clients.client_buffer_bytes
+        ip[P_NCLIENTS] = p.clients.n_clients
+        ip[P_L2_ON] = int(p.l2.enabled and p.l2.capacity_bytes > 0)
+        ip[P_L2_CAP] = p.l2.capacity_bytes
+        ip[P_L2_FIFO] = int(p.l2.policy == "fifo")
         ae = p.active_expire
-        ip[K.P_AE_ON] = int(ae.enabled)
-        ip[K.P_AE_KEYS] = ae.keys_per_loop
-        ip[K.P_AE_LOOPS] = ae.max_loops
-        ip[K.P_AE_CATCHUP] = ae.max_catchup_cycles
+        ip[P_AE_ON] = int(ae.enabled)
+        ip[P_AE_KEYS] = ae.keys_per_loop
+        ip[P_AE_LOOPS] = ae.max_loops
+        ip[P_AE_CATCHUP] = ae.max_catchup_cycles
         lat = p.latency
-        fp[K.Q_NET_MS] = lat.network_ms
-        fp[K.Q_L1_MS] = lat.l1_hit_ms
-        fp[K.Q_L2_MS] = lat.l2_hit_ms
-        fp[K.Q_MISS_MS] = lat.miss_ms
-        fp[K.Q_MISS_SIGMA] = lat.miss_sigma
-        fp[K.Q_JITTER] = lat.jitter_sigma
-        fp[K.Q_RECONN_MS] = lat.reconnect_ms
-        fp[K.Q_MISS_COST] = p.cost.miss_cost
-        fp[K.Q_AE_PERIOD] = ae.period_s
-        fp[K.Q_AE_STALE] = ae.acceptable_stale_pct
+        fp[Q_NET_MS] = lat.network_ms
+        fp[Q_L1_MS] = lat.l1_hit_ms
+        fp[Q_L2_MS] = lat.l2_hit_ms
+        fp[Q_MISS_MS] = lat.miss_ms
+        fp[Q_MISS_SIGMA] = lat.miss_sigma
+        fp[Q_JITTER] = lat.jitter_sigma
+        fp[Q_RECONN_MS] = lat.reconnect_ms
+        fp[Q_MISS_COST] = p.cost.miss_cost
+        fp[Q_AE_PERIOD] = ae.period_s
+        fp[Q_AE_STALE] = ae.acceptable_stale_pct
         self._state.jit_tab[:] = lognormal_table(lat.jitter_sigma)
         self._state.miss_tab[:] = lognormal_table(lat.miss_sigma)
         self._set_config_params(config)
@@ -319,13 +354,13 @@ class TieredCacheSim:
         """Only the parameters a CONFIG SET can change (apply_config runs often: what-if mini caches)."""
         spec = get_policy(config.maxmemory_policy)
         ip = self._state.ipar
-        ip[K.P_MAXMEM] = config.maxmemory
-        ip[K.P_KEYS] = spec.keys
-        ip[K.P_SCORE] = spec.score
-        ip[K.P_SAMPLES] = config.maxmemory_samples
-        ip[K.P_LFU_LOG] = config.lfu_log_factor
-        ip[K.P_LFU_DECAY] = config.lfu_decay_time
-        self._state.fpar[K.Q_TIMEOUT] = float(config.timeout)
+        ip[P_MAXMEM] = config.maxmemory
+        ip[P_KEYS] = spec.keys
+        ip[P_SCORE] = spec.score
+        ip[P_SAMPLES] = config.maxmemory_samples
+        ip[P_LFU_LOG] = config.lfu_log_factor
+        ip[P_LFU_DECAY] = config.lfu_decay_time
+        self._state.fpar[Q_TIMEOUT] = float(config.timeout)
 
     def _sync_exact_list(self, old: RedisConfig | None, new: RedisConfig) -> None:
         """Maintain the exact-LRU list only while ``exact-lru`` is in force.

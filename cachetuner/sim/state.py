@@ -1,7 +1,8 @@
 """The simulator's whole mutable state as flat numpy arrays (what the compiled kernel reads and writes).
 
 Keeping state in one named tuple of arrays makes :meth:`TieredCacheSim.clone` a plain deep copy and
-lets numba compile the kernel once for every policy.
+lets numba compile the kernel once for every policy. Which index of which array holds what (the
+``I_*``, ``C_*``, ``KV_*``, ``P_*`` ... slots) is defined in :mod:`cachetuner.sim.slots`.
 """
 
 from __future__ import annotations
@@ -14,57 +15,26 @@ from numba.core import types
 from numba.experimental import structref
 
 from cachetuner.metrics import LATENCY_BUCKETS_S
+from cachetuner.sim.slots import (
+    EVPOOL_SIZE,
+    I_HEAD,
+    I_L2HEAD,
+    I_L2TAIL,
+    I_TAIL,
+    KV_DPOS,
+    KV_HNEXT,
+    KV_NEXT,
+    KV_PREV,
+    KV_VPOS,
+    N_CNT,
+    N_FCNT,
+    N_FST,
+    N_IST,
+    N_KV,
+    N_PARAMS,
+    SAMPLE_SCRATCH,
+)
 
-EVPOOL_SIZE = 16  # evict.c: EVPOOL_SIZE
-SAMPLE_SCRATCH = 64  # dictGetSomeKeys output buffer (maxmemory-samples <= 64, GETFAIR_NUM_ENTRIES 15)
-
-# Scalar slots in KState.ist (int64).
-I_NRES = 0       # resident keys
-I_NVOL = 1       # resident keys with a TTL
-I_DATA = 2       # bytes charged for resident keys
-I_HEAD = 3       # exact-LRU list head (most recent), -1 if empty
-I_TAIL = 4       # exact-LRU list tail (least recent)
-I_LISTED = 5     # 1 while the exact-LRU list is maintained (policy exact-lru)
-I_L2HEAD = 6
-I_L2TAIL = 7
-I_L2USED = 8
-I_L2N = 9
-I_NCONN = 10     # connected clients
-I_AE_TICK = 11   # last active-expire tick processed
-I_CRON_SEC = 12  # last clientsCron second processed
-I_STARTED = 13   # clock initialised by a first request
-I_PEAK = 14      # peak used_memory since the last report
-I_HSIZE = 15     # main dict (db->dict) hash-table size in buckets, 0 = not allocated (power of two)
-N_IST = 16
-
-# Scalar slots in KState.fst (float64).
-F_NOW = 0        # simulated clock, seconds
-F_NEXT_EVENT = 1  # earliest time a cron (active expire, clientsCron) is due
-N_FST = 2
-
-# Cumulative counters in KState.cnt (int64); snapshots report differences.
-C_REQ = 0
-C_GETS = 1
-C_HITS = 2
-C_MISSES = 3
-C_BREQ = 4
-C_BHIT = 5
-C_SETS = 6
-C_EVICT = 7
-C_EXPIRED = 8
-C_REJECT = 9
-C_CMDS = 10
-C_RECONN = 11
-C_L2HITS = 12
-C_BACKEND = 13
-N_CNT = 14
-
-# Cumulative float counters in KState.fcnt.
-FC_LATSUM_MS = 0
-FC_MISSCOST = 1
-N_FCNT = 2
-
-N_PARAMS = 32  # room for kernel.P_* / kernel.Q_*
 QUANTILE_TABLE_SIZE = 1024  # 8 KiB: stays in L1 next to the hot state
 
 
@@ -79,21 +49,6 @@ def lognormal_table(sigma: float, size: int = QUANTILE_TABLE_SIZE) -> np.ndarray
     table = np.exp(sigma * z)
     table.flags.writeable = False
     return table
-
-
-# Columns of KState.kv: the per-key fields a request touches, in one 64-byte row (one cache line)
-# rather than eight arrays, because a miss otherwise costs a cache miss per field. The dict chain
-# link lives here too (a bucket walk reads the row it scores anyway); the key-name length, needed
-# only by the Redis 7 memory formula, is a separate array (``klen``).
-KV_DPOS = 0      # index in dkeys, -1 if not resident
-KV_VPOS = 1      # index in vkeys, -1 if not resident with a TTL
-KV_LRU = 2       # Redis robj 24-bit lru field (LRU clock, or LFU minutes<<8 | counter)
-KV_COST = 3      # bytes charged to used_memory for the resident key
-KV_VSIZE = 4     # value size of the resident key
-KV_PREV = 5      # exact-LRU list
-KV_NEXT = 6
-KV_HNEXT = 7     # next key in the same main-dict bucket (dictEntry->next), -1 = end of chain
-N_KV = 8
 
 
 class KState(NamedTuple):
@@ -120,8 +75,8 @@ class KState(NamedTuple):
     fcnt: np.ndarray      # float64 cumulative counters (FC_*)
     hist: np.ndarray      # int64 cumulative latency histogram, len(bounds) + 1
     bounds: np.ndarray    # float64 histogram upper bounds, seconds
-    ipar: np.ndarray      # int64 parameters (kernel.P_*)
-    fpar: np.ndarray      # float64 parameters (kernel.Q_*)
+    ipar: np.ndarray      # int64 parameters (slots.P_*)
+    fpar: np.ndarray      # float64 parameters (slots.Q_*)
     jit_tab: np.ndarray   # float64: lognormal(0, jitter_sigma) factors at evenly spaced quantiles
     miss_tab: np.ndarray  # float64: lognormal(0, miss_sigma) factors at evenly spaced quantiles
     hhash: np.ndarray     # int64: per-key hash (Redis: siphash with a per-process random seed), for

@@ -21,7 +21,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.sim import SimCounts, SimParams, TieredCacheSim
 from cachetuner.sim import kernel as K
 from cachetuner.sim.params import ClientParams, MemoryParams
-from cachetuner.sim.state import I_HSIZE, I_NRES, KV_HNEXT
+from cachetuner.sim.slots import I_HSIZE, I_NRES, KV_HNEXT
 
 
 def _chains(sim: TieredCacheSim) -> dict[int, list[int]]:

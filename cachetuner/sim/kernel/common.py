@@ -1,0 +1,56 @@
+"""What every part of the kernel shares: compile options, the random stream, ``used_memory``.
+
+All randomness comes from a xorshift64* generator whose state lives in ``KState.rng``, so a run is a
+pure function of the seed and :meth:`TieredCacheSim.clone` copies the random stream too.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from cachetuner.sim.slots import I_DATA, I_NCONN, P_BASE, P_CLIENT_BUF
+
+_U11 = np.uint64(11)
+_U12 = np.uint64(12)
+_U25 = np.uint64(25)
+_U27 = np.uint64(27)
+_UMUL = np.uint64(2685821657736338717)
+_INV53 = 1.0 / 9007199254740992.0
+
+#: numba options of every kernel function. ``cache=True``: compiled code is kept in ``__pycache__``;
+#: numba keys that cache on each function's own source file, so after editing a module that others
+#: import from, clear it (``find cachetuner -name '*.nbi' -o -name '*.nbc' | xargs rm -f``).
+_JIT = dict(cache=True, nogil=True)
+_INLINE = dict(cache=True, nogil=True, inline="always")
+
+
+# ----------------------------------------------------------------------------- random numbers
+@nb.njit(**_INLINE)
+def rng_next(rng):
+    """xorshift64* (Vigna): 64 random bits."""
+    x = rng[0]
+    x ^= x >> _U12
+    x ^= x << _U25
+    x ^= x >> _U27
+    rng[0] = x
+    return x * _UMUL
+
+
+@nb.njit(**_INLINE)
+def rng_uniform(rng):
+    """Uniform double in [0, 1)."""
+    return float(rng_next(rng) >> _U11) * _INV53
+
+
+@nb.njit(**_INLINE)
+def rng_below(rng, n):
+    """Uniform integer in [0, n)."""
+    return int(rng_uniform(rng) * n)
+
+
+# ----------------------------------------------------------------------------- memory
+@nb.njit(**_INLINE)
+def used_memory(S):
+    """Redis used_memory: base + keys + connected clients' buffers."""
+    return S.ipar[P_BASE] + S.ist[I_DATA] + S.ist[I_NCONN] * S.ipar[P_CLIENT_BUF]

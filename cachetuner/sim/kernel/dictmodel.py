@@ -1,0 +1,187 @@
+"""The main dict (db->dict, dict.c): a chained hash table over the resident keys, for sampling.
+
+Redis draws eviction candidates from its hash table, not uniformly: dictGetSomeKeys() walks
+consecutive buckets taking whole chains, dictGetRandomKey() picks a random bucket then a random entry
+of its chain. The table is modelled (size, growth, shrink, chain order) so that these walks see what
+Redis's would.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from cachetuner.sim.kernel.common import _INLINE, _JIT, _U11, _U27, rng_below, rng_next, used_memory
+from cachetuner.sim.slots import I_HSIZE, I_NRES, KV_HNEXT, P_MAXMEM
+
+DICT_HT_INITIAL_SIZE = 4        # dict.h
+HASHTABLE_MIN_FILL = 10         # server.h: shrink below 10 % fill (tryResizeHashTables)
+HASHTABLE_MAX_LOAD_FACTOR = 1.618  # server.c: dictExpandAllowed()
+
+_H1 = np.uint64(0x9E3779B97F4A7C15)
+_H2 = np.uint64(0xBF58476D1CE4E5B9)
+_H3 = np.uint64(0x94D049BB133111EB)
+_U30 = np.uint64(30)
+_U31 = np.uint64(31)
+
+
+@nb.njit(**_INLINE)
+def key_bucket(S, k, mask):
+    """``state.key_hashes()[k] & mask``, recomputed (a few multiplies) rather than loaded: the
+    hash array is one more random cache line per add / delete."""
+    z = np.uint64(k) ^ S.hsalt[0]
+    z += _H1
+    z = (z ^ (z >> _U30)) * _H2
+    z = (z ^ (z >> _U27)) * _H3
+    z ^= z >> _U31
+    return np.int64(z & np.uint64(mask))
+
+
+@nb.njit(**_INLINE)
+def dict_next_size(x):
+    """_dictNextExp(): the smallest power of two >= x (at least DICT_HT_INITIAL_SIZE)."""
+    n = DICT_HT_INITIAL_SIZE
+    while n < x:
+        n <<= 1
+    return n
+
+
+@nb.njit(**_JIT)
+def dict_rehash(S, new_size):
+    """dictExpand() + the whole incremental rehash at once.
+
+    Buckets move in index order and each chain head first, every entry inserted at the head of
+    its new bucket, as _dictRehashStep() does (so chains come out reversed). Approximation: Redis
+    spreads this over following operations and serverCron (1 ms per tick), so for a short while
+    it samples two tables.
+    """
+    old_size = S.ist[I_HSIZE]
+    old = S.hbuckets[:old_size].copy()
+    S.hbuckets[:new_size] = -1
+    mask = new_size - 1
+    for b in range(old_size):
+        e = old[b]
+        while e >= 0:
+            nxt = S.kv[e, KV_HNEXT]
+            h = key_bucket(S, e, mask)
+            S.kv[e, KV_HNEXT] = S.hbuckets[h]
+            S.hbuckets[h] = e
+            e = nxt
+    S.ist[I_HSIZE] = new_size
+
+
+@nb.njit(**_INLINE)
+def dict_add(S, k, used_before):
+    """dictAdd(): _dictExpandIfNeeded() (with dictExpandAllowed()), then insert at the bucket head."""
+    size = S.ist[I_HSIZE]
+    if size == 0:
+        dict_rehash(S, DICT_HT_INITIAL_SIZE)
+    elif used_before >= size:
+        new_size = dict_next_size(used_before + 1)
+        allowed = True
+        maxmem = S.ipar[P_MAXMEM]
+        if maxmem > 0 and used_before / size <= HASHTABLE_MAX_LOAD_FACTOR:
+            allowed = used_memory(S) + 8 * new_size <= maxmem  # overMaxmemoryAfterAlloc()
+        if allowed and new_size <= S.hbuckets.shape[0]:
+            dict_rehash(S, new_size)
+    h = key_bucket(S, k, S.ist[I_HSIZE] - 1)
+    hb = S.hbuckets
+    S.kv[k, KV_HNEXT] = hb[h]
+    hb[h] = k
+
+
+@nb.njit(**_INLINE)
+def dict_delete(S, k):
+    """dictDelete(): unlink ``k`` from its bucket chain."""
+    kv = S.kv
+    hb = S.hbuckets
+    h = key_bucket(S, k, S.ist[I_HSIZE] - 1)
+    e = hb[h]
+    if e == k:
+        hb[h] = kv[k, KV_HNEXT]
+    else:
+        while e >= 0 and kv[e, KV_HNEXT] != k:
+            e = kv[e, KV_HNEXT]
+        if e >= 0:
+            kv[e, KV_HNEXT] = kv[k, KV_HNEXT]
+    kv[k, KV_HNEXT] = -1
+
+
+@nb.njit(**_JIT)
+def dict_try_shrink(S):
+    """tryResizeHashTables() from serverCron: below 10 % fill, shrink to fit (dictResize())."""
+    size = S.ist[I_HSIZE]
+    used = S.ist[I_NRES]
+    if size > DICT_HT_INITIAL_SIZE and used * 100 // size < HASHTABLE_MIN_FILL:
+        dict_rehash(S, dict_next_size(used))
+
+
+@nb.njit(**_INLINE)
+def dict_get_some_keys(S, count):
+    """dictGetSomeKeys(): walk consecutive buckets from a random index, taking whole chains.
+
+    Writes up to ``count`` keys into ``S.hsamp`` and returns how many: possibly fewer than
+    ``count`` (at most ``count * 10`` steps), distinct, in bucket order and head first (the newest
+    key of a chain first). Six empty buckets in a row jump to a new random index, as in Redis.
+    """
+    ist = S.ist
+    used = ist[I_NRES]
+    if used < count:
+        count = used
+    size = ist[I_HSIZE]
+    if count <= 0 or size == 0:
+        return 0
+    kv = S.kv
+    hb = S.hbuckets
+    hsamp = S.hsamp
+    rng = S.rng
+    mask = size - 1
+    maxsteps = count * 10
+    stored = 0
+    i = int(rng_next(rng) >> _U11) & mask
+    emptylen = 0
+    while stored < count and maxsteps > 0:
+        maxsteps -= 1
+        e = hb[i]
+        if e < 0:
+            emptylen += 1
+            if emptylen >= 5 and emptylen > count:
+                i = int(rng_next(rng) >> _U11) & mask
+                emptylen = 0
+        else:
+            emptylen = 0
+            while e >= 0:
+                hsamp[stored] = e
+                stored += 1
+                if stored == count:
+                    return stored
+                e = kv[e, KV_HNEXT]
+        i = (i + 1) & mask
+    return stored
+
+
+@nb.njit(**_JIT)
+def dict_random_key(S):
+    """dictGetRandomKey() (what performEvictions() uses for allkeys-random): a uniformly random
+    non-empty bucket, then a uniformly random entry of its chain.
+
+    Not uniform over keys: a key alone in its bucket is drawn as often as a whole chain, so random
+    eviction removes isolated keys first and the survivors cluster in chains (visible in Redis's
+    DEBUG HTSTATS as fewer "different slots" than random hashing gives).
+    """
+    size = S.ist[I_HSIZE]
+    if S.ist[I_NRES] == 0 or size == 0:
+        return -1
+    mask = size - 1
+    while True:
+        e = S.hbuckets[int(rng_next(S.rng) >> _U11) & mask]
+        if e >= 0:
+            break
+    m = 0
+    x = e
+    while x >= 0:
+        m += 1
+        x = S.kv[x, KV_HNEXT]
+    for _ in range(rng_below(S.rng, m)):
+        e = S.kv[e, KV_HNEXT]
+    return e

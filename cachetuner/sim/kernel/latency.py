@@ -1,0 +1,40 @@
+"""The latency model: per-request network / L1 / L2 / backend times and the latency histogram.
+
+The main loop inlines these on its hot path (see :func:`.loop.run_requests`); they are the
+reference for what it computes.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+
+from cachetuner.sim.kernel.common import _INLINE, rng_uniform
+from cachetuner.sim.slots import FC_LATSUM_MS, P_LATENCY, Q_MISS_MS
+
+
+@nb.njit(**_INLINE)
+def jitter(S, ms):
+    """``ms`` times a lognormal factor (median 1, sigma ``jitter_sigma``) from the quantile table."""
+    if S.ipar[P_LATENCY] == 0:
+        return 0.0
+    return ms * S.jit_tab[int(rng_uniform(S.rng) * S.jit_tab.shape[0])]
+
+
+@nb.njit(**_INLINE)
+def backend_ms(S):
+    """One inference-call latency: median ``miss_ms``, lognormal sigma ``miss_sigma``."""
+    if S.ipar[P_LATENCY] == 0:
+        return 0.0
+    return S.fpar[Q_MISS_MS] * S.miss_tab[int(rng_uniform(S.rng) * S.miss_tab.shape[0])]
+
+
+@nb.njit(**_INLINE)
+def record_latency(S, ms):
+    S.fcnt[FC_LATSUM_MS] += ms
+    sec = ms * 0.001
+    b = S.bounds
+    i = 0
+    nb_ = b.shape[0]
+    while i < nb_ and sec > b[i]:
+        i += 1
+    S.hist[i] += 1
