@@ -33,44 +33,46 @@ approximated by the batch's), with the backend latency drawn lognormal (median
 batch round trip, which is what a pipelined client sees. So the pipeline keeps Redis busy at full
 speed and the histogram still shows what users would wait.
 
-Metrics (prometheus_client, own registry, loopback HTTP port registered in the stack's file_sd):
-``cachetuner_request_latency_seconds`` (histogram with :data:`~cachetuner.metrics.LATENCY_BUCKETS_S`),
-``cachetuner_requests_total{op}``, ``cachetuner_hits_total``, ``cachetuner_misses_total``,
-``cachetuner_sets_total`` (explicit sets + fills), ``cachetuner_rejected_writes_total`` (OOM replies),
-``cachetuner_errors_total``, ``cachetuner_requested_bytes_total``, ``cachetuner_hit_bytes_total``.
+Parts: :class:`Replayer` (this module) runs the loop and keeps batches in flight; :mod:`.replay_schedule`
+paces batches and composes them (deferral, exact order); :mod:`.replay_encoding` builds the RESP
+commands; :mod:`.replay_accounting` turns replies into counts and fills; :mod:`.replay_metrics` holds the
+client-side Prometheus metrics
+(``cachetuner_request_latency_seconds``, ``cachetuner_requests_total{op}``, ``cachetuner_hits_total``, ...)
+and serves them. :func:`replay` is ``Replayer(...).run()``.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
-import urllib.parse
-import urllib.request
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from heapq import heappop, heappush
-from itertools import accumulate, compress, repeat
-from pathlib import Path
 
-import hiredis
 import numpy as np
-from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.errors import ConfigError
 from cachetuner.live import sampling
+from cachetuner.live.replay_accounting import ReplyAccountant, write_errors
+from cachetuner.live.replay_encoding import KEY_PREFIX, CommandEncoder, StreamEncoder
+from cachetuner.live.replay_metrics import (
+    BackendLatency,
+    BatchCounters,
+    BatchHistogram,
+    MetricsEndpoint,
+    ReplayMetrics,
+)
+from cachetuner.live.replay_schedule import BatchBuilder, Pacer
 from cachetuner.live.resp import RespConnection
-from cachetuner.live.stack import SCRAPE_INTERVAL_S, load_state, register_target
-from cachetuner.metrics import LATENCY_BUCKETS_S, histogram_quantile
+from cachetuner.live.stack import SCRAPE_INTERVAL_S
 from cachetuner.traces.trace import Op, Trace
 
-#: Redis key name of trace key id ``i`` is ``KEY_PREFIX + str(i)`` (the traces' key_bytes assume it).
-KEY_PREFIX = "ct:"
+__all__ = [
+    "KEY_PREFIX", "LIST_MAX_REQUESTS", "BatchCounters", "BatchHistogram", "ReplayMetrics", "ReplayOptions",
+    "ReplayResult", "Replayer", "replay",
+]  # fmt: skip
+
 #: Traces up to this many requests are converted to Python lists for the hot loop.
 LIST_MAX_REQUESTS = 3_000_000
 
@@ -159,422 +161,110 @@ class ReplayResult:
         return {**d, "hit_ratio": self.hit_ratio}
 
 
-class BatchHistogram:
-    """A Prometheus histogram fed a whole batch of observations at once.
 
-    ``prometheus_client.Histogram.observe`` costs microseconds per call, too much at 100k req/s; this
-    collector keeps the same exposition (``_bucket{le}``, ``_sum``, ``_count``) with the shared buckets.
-    A batch's hits share one value (its round trip: one ``bisect`` and one add); its misses are bucketed
-    with ``bisect`` one by one when few, with numpy (searchsorted + bincount) when many.
+#: A batch on the wire: (commands sent, fills at its head, trace indices of its requests, send time, their keys).
+_InFlight = tuple[int, int, list[int], float, set[int]]
+
+
+class Replayer:
+    """One replay of ``trace`` into ``redis_url`` (use once: :meth:`run`).
+
+    Owns the connection and the batches in flight; pacing and batch composition are
+    :class:`~.replay_schedule.Pacer` and :class:`~.replay_schedule.BatchBuilder`, commands come from
+    :mod:`.replay_encoding`, replies are counted by :class:`~.replay_accounting.ReplyAccountant` and the
+    counts go to :class:`~.replay_metrics.ReplayMetrics` and the result once a batch.
     """
 
-    #: Above this many values, :meth:`observe_many` buckets with numpy.
-    NUMPY_FROM = 48
+    def __init__(
+        self,
+        trace: Trace,
+        redis_url: str,
+        options: ReplayOptions | None = None,
+        *,
+        metrics: ReplayMetrics | None = None,
+        stop: threading.Event | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        opt = options or ReplayOptions()
+        opt.check()
+        n = len(trace)
+        if n == 0:
+            raise ConfigError(f"replay: trace {trace.name} has no requests")
+        if opt.start >= n:
+            raise ConfigError(f"replay: --start {opt.start} is past the end of {trace.name} ({n} requests)")
+        self.trace, self.redis_url, self.opt = trace, redis_url, opt
+        self.limit = opt.max_requests if opt.max_requests is not None else (None if opt.loop else n - opt.start)
+        self.metrics = metrics or ReplayMetrics()
+        self.stop, self.progress = stop, progress
 
-    def __init__(self, name: str, documentation: str, registry: CollectorRegistry, buckets: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
-        self.name, self.documentation = name, documentation
-        self.bounds = np.asarray(buckets, dtype=np.float64)
-        self._bounds = [float(b) for b in buckets]
-        self.counts: list[int] = [0] * (len(buckets) + 1)
-        self.sum = 0.0
-        self._lock = threading.Lock()
-        registry.register(self)
+    # ------------------------------------------------------------------ setup
+    def _prepare(self) -> None:
+        """Trace columns for the hot loop, the encoders, the batch builder and the reply accountant."""
+        trace, opt = self.trace, self.opt
+        n = len(trace)
+        # Python lists index ~5x faster than numpy arrays in the per-request loop (memory: ~4 x 36 B a request).
+        as_list = n <= LIST_MAX_REQUESTS
+        keys = trace.keys.tolist() if as_list else trace.keys
+        sizes = trace.sizes.tolist() if as_list else trace.sizes
+        ops = trace.ops.tolist() if as_list else trace.ops
+        ttls = trace.ttls.tolist() if as_list else trace.ttls
+        enc = CommandEncoder(trace.n_keys)
+        all_gets = bool(trace.read_only and not np.any(trace.ops != Op.GET))  # read-through GETs only: the fast paths
+        self.builder = BatchBuilder(
+            keys, opt.start, self.limit, exact_order=opt.exact_order, all_gets=all_gets,
+            get_table=enc.get_table, encode_get=enc.get, encode_request=enc.request_encoder(ops, sizes, ttls),
+        )  # fmt: skip
+        self.accountant = ReplyAccountant(
+            keys, sizes, ops, ttls, read_only=trace.read_only, all_gets=all_gets,
+            uniform_size=int(trace.sizes[0]) if int(trace.sizes.min()) == int(trace.sizes.max()) else None,
+            sampled=sampling.sampled_mask(trace.keys, opt.sample_rate).tolist() if opt.sample_rate > 0 else None,
+            encode_set=enc.set, stream_entry=StreamEncoder(opt.stream_prefix, opt.stream_maxlen, opt.sample_rate).entry,
+        )  # fmt: skip
+        self.backend = BackendLatency(opt.miss_latency_ms, opt.miss_sigma, opt.seed)
+        self.pending_fills: list[bytes] = []  # read-through SETs of the last batch's misses
+        self.pending_xadds: list[bytes] = []  # sampled-request stream entries of the last batch
+        self.inflight: deque[_InFlight] = deque()
+        self.done = 0  # requests replayed
 
-    def observe_many(self, values: np.ndarray | list[float]) -> None:
-        if len(values) >= self.NUMPY_FROM:
-            arr = np.asarray(values, dtype=np.float64)
-            add = np.bincount(np.searchsorted(self.bounds, arr, side="left"), minlength=len(self.counts)).tolist()
-            s = float(arr.sum())
-            with self._lock:
-                self.counts = [a + b for a, b in zip(self.counts, add, strict=True)]
-                self.sum += s
-            return
-        bounds = self._bounds
-        with self._lock:
-            counts = self.counts
-            for v in values:
-                counts[bisect_left(bounds, v)] += 1
-            self.sum += float(sum(values))
-
-    def observe_n(self, value: float, n: int) -> None:
-        i = bisect_left(self._bounds, value)
-        with self._lock:
-            self.counts[i] += n
-            self.sum += value * n
-
-    def snapshot(self) -> np.ndarray:
-        """Per-bucket counts (not cumulative), the last one +Inf."""
-        with self._lock:
-            return np.asarray(self.counts, dtype=np.int64)
-
-    def collect(self):  # noqa: ANN201 (prometheus_client collector protocol)
-        with self._lock:
-            cum = list(accumulate(self.counts))
-            total_sum = self.sum
-        buckets = [(repr(b), c) for b, c in zip(self._bounds, cum[:-1], strict=True)]
-        buckets.append(("+Inf", cum[-1]))
-        yield HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=total_sum)
-
-    def describe(self):  # noqa: ANN201
-        return []
-
-
-class BatchCounters:
-    """The replayer's counters as plain ints behind one collector, added to once per batch.
-
-    ``prometheus_client.Counter.inc`` takes a lock and checks its value on every call; ten of them per
-    batch cost ~0.2 us a request at pipeline 64. The exposition is the same as ``Counter``'s
-    (``{name}_total``; ``_created`` is left out, the backend does not read it). Reads from the HTTP
-    thread see each counter whole (GIL), not necessarily all counters of the same batch.
-    """
-
-    #: (metric name without _total, help, attribute); ``requests`` carries the ``op`` label.
-    SIMPLE = (
-        ("cachetuner_hits", "GETs answered from Redis", "hits"),
-        ("cachetuner_misses", "GETs that missed (read-through fill follows)", "misses"),
-        ("cachetuner_sets", "SETs sent: explicit sets and read-through fills", "sets"),
-        ("cachetuner_rejected_writes", "SETs refused with OOM (noeviction)", "rejected"),
-        ("cachetuner_errors", "Error replies other than OOM", "errors"),
-        ("cachetuner_requested_bytes", "Bytes requested by GETs (trace sizes)", "req_bytes"),
-        ("cachetuner_hit_bytes", "Bytes of GETs served by Redis (trace sizes)", "hit_bytes"),
-    )
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.get = self.set = self.delete = 0
-        self.hits = self.misses = self.sets = self.rejected = self.errors = self.req_bytes = self.hit_bytes = 0
-        registry.register(self)
-
-    def add(self, gets: int, sets: int, deletes: int, hits: int, misses: int, fills: int,
-            rejected: int, errors: int, req_bytes: int, hit_bytes: int) -> None:  # fmt: skip
-        self.get += gets
-        self.set += sets
-        self.delete += deletes
-        self.hits += hits
-        self.misses += misses
-        self.sets += sets + fills
-        self.rejected += rejected
-        self.errors += errors
-        self.req_bytes += req_bytes
-        self.hit_bytes += hit_bytes
-
-    def collect(self):  # noqa: ANN201 (prometheus_client collector protocol)
-        req = CounterMetricFamily("cachetuner_requests", "Trace requests replayed", labels=["op"])
-        for op in Op:
-            req.add_metric([op.name.lower()], getattr(self, op.name.lower()))
-        yield req
-        for name, doc, attr in self.SIMPLE:
-            yield CounterMetricFamily(name, doc, value=getattr(self, attr))
-
-    def describe(self):  # noqa: ANN201
-        return []
-
-
-class ReplayMetrics:
-    """The replayer's Prometheus metrics in their own registry (several replayers per process are fine)."""
-
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        self.latency = BatchHistogram(
-            "cachetuner_request_latency_seconds",
-            "Client-side request latency (misses include the simulated backend call)",
-            self.registry,
-        )
-        self.counters = BatchCounters(self.registry)
-
-    def serve(self, port: int) -> tuple[object, int]:
-        server, _thread = start_http_server(port, addr="127.0.0.1", registry=self.registry)
-        return server, int(server.server_port)
-
-
-class _Encoder:
-    """Pre-encoded commands per key and value size (the hot loop only joins bytes)."""
-
-    def __init__(self, n_keys: int) -> None:
-        self._get: list[bytes | None] = [None] * n_keys
-        self._name: list[bytes | None] = [None] * n_keys
-        self._values: dict[int, bytes] = {}
-
-    def name(self, k: int) -> bytes:
-        b = self._name[k]
-        if b is None:
-            kn = b"%s%d" % (KEY_PREFIX.encode(), k)
-            b = self._name[k] = b"$%d\r\n%s\r\n" % (len(kn), kn)
-        return b
-
-    @property
-    def get_table(self) -> list[bytes | None]:
-        """The GET cache itself (the hot loop reads it inline and calls :meth:`get` on a None)."""
-        return self._get
-
-    def get(self, k: int) -> bytes:
-        b = self._get[k]
-        if b is None:
-            b = self._get[k] = b"*2\r\n$3\r\nGET\r\n" + self.name(k)
-        return b
-
-    def set(self, k: int, size: int, ttl_s: float) -> bytes:
-        v = self._values.get(size)
-        if v is None:
-            v = self._values[size] = b"$%d\r\n%s\r\n" % (size, b"x" * size)
-        if ttl_s > 0:
-            ms = b"%d" % max(1, round(ttl_s * 1000))
-            return b"*5\r\n$3\r\nSET\r\n" + self.name(k) + v + b"$2\r\nPX\r\n$%d\r\n%s\r\n" % (len(ms), ms)
-        return b"*3\r\n$3\r\nSET\r\n" + self.name(k) + v
-
-    def delete(self, k: int) -> bytes:
-        return b"*2\r\n$3\r\nDEL\r\n" + self.name(k)
-
-
-def _wait_scraped(stack_dir: str, port: int, timeout_s: float) -> bool:
-    """Wait until the stack's Prometheus has scraped ``127.0.0.1:port`` once.
-
-    Prometheus applies file_sd changes at most every 5 s, so without this the first seconds of a
-    replay would be invisible to the live backend (and land, all at once, in a later interval).
-    """
-    info = load_state(stack_dir)
-    if info is None or timeout_s <= 0:
-        return False
-    query = urllib.parse.quote(f'up{{instance="127.0.0.1:{port}"}} == 1')
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    # ------------------------------------------------------------------ run
+    def run(self) -> ReplayResult:
+        """Replay until the end of the trace, ``max_requests``, ``duration_s`` or ``stop``; client-side counts."""
+        opt = self.opt
+        endpoint = None
+        if opt.metrics_port is not None:
+            endpoint = MetricsEndpoint(self.metrics, opt.metrics_port, opt.stack_dir, opt.scrape_wait_s)
+        self._prepare()
+        res = self.res = ReplayResult(metrics_port=endpoint.port if endpoint is not None else None)
+        self.conn = RespConnection(self.redis_url)
+        self.send_times = res.send_times = np.full(len(self.trace), np.nan) if opt.record_send_times else None
+        self.t0 = time.perf_counter()
+        res.wall_start = time.time()
+        self.pacer = Pacer(opt.rate, opt.speedup, self.trace.timestamps, opt.start, self.t0)
         try:
-            with urllib.request.urlopen(f"{info.prometheus_url}/api/v1/query?query={query}", timeout=2) as r:  # noqa: S310
-                if json.loads(r.read()).get("data", {}).get("result"):
-                    return True
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.25)
-    return False
+            self._loop()
+            self._flush()
+        finally:
+            self.conn.close()
+            self._finish()
+            if endpoint is not None:
+                endpoint.close(opt.linger_s)
+        return res
 
-
-def _is_oom(reply: object) -> bool:
-    return isinstance(reply, hiredis.ReplyError) and str(reply).startswith("OOM")
-
-
-def replay(
-    trace: Trace,
-    redis_url: str,
-    options: ReplayOptions | None = None,
-    *,
-    metrics: ReplayMetrics | None = None,
-    stop: threading.Event | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> ReplayResult:
-    """Replay ``trace`` into ``redis_url``; returns client-side counts. Stops by itself (end, count, time, ``stop``)."""
-    opt = options or ReplayOptions()
-    opt.check()
-    n = len(trace)
-    if n == 0:
-        raise ConfigError(f"replay: trace {trace.name} has no requests")
-    if opt.start >= n:
-        raise ConfigError(f"replay: --start {opt.start} is past the end of {trace.name} ({n} requests)")
-    limit = opt.max_requests if opt.max_requests is not None else (None if opt.loop else n - opt.start)
-    metrics = metrics or ReplayMetrics()
-    server, port, target = None, None, None
-    if opt.metrics_port is not None:
-        server, port = metrics.serve(opt.metrics_port)
-        if opt.stack_dir:
-            target = register_target(opt.stack_dir, f"replay-{os.getpid()}-{port}", port)
-            _wait_scraped(opt.stack_dir, port, opt.scrape_wait_s)
-
-    # Python lists index ~5x faster than numpy arrays in the per-request loop (memory: ~4 x 36 B a request).
-    as_list = n <= LIST_MAX_REQUESTS
-    keys = trace.keys.tolist() if as_list else trace.keys
-    sizes = trace.sizes.tolist() if as_list else trace.sizes
-    ops = trace.ops.tolist() if as_list else trace.ops
-    ttls = trace.ttls.tolist() if as_list else trace.ttls
-    ts = trace.timestamps
-    read_only = trace.read_only
-    enc = _Encoder(trace.n_keys)
-    enc_get, enc_set = enc.get, enc.set
-    sampled = sampling.sampled_mask(trace.keys, opt.sample_rate).tolist() if opt.sample_rate > 0 else None
-    exact_order = opt.exact_order
-    all_gets = bool(read_only and not np.any(trace.ops != Op.GET))  # read-through GETs only: the fast paths
-    skey = sampling.stream_key(opt.stream_prefix).encode()
-    xadd_head = b"$4\r\nXADD\r\n$%d\r\n%s\r\n$6\r\nMAXLEN\r\n$1\r\n~\r\n" % (len(skey), skey)
-    xadd_tail = b"$%d\r\n%d\r\n$1\r\n*\r\n" % (len(str(opt.stream_maxlen)), opt.stream_maxlen)
-    rate_field = repr(float(opt.sample_rate)).encode()
-    rng = np.random.default_rng(opt.seed)
-    # Backend-call latencies of misses, drawn lognormal a block at a time (one numpy call per 4096 misses).
-    backend_block: list[float] = []
-    backend_pos = 0
-
-    def backend_latencies(m: int) -> list[float]:
-        nonlocal backend_block, backend_pos
-        if backend_pos + m > len(backend_block):
-            size = max(4096, m)
-            draw = miss_median_s * np.exp(opt.miss_sigma * rng.standard_normal(size)) if opt.miss_sigma else np.full(size, miss_median_s)
-            backend_block, backend_pos = draw.tolist(), 0
-        out = backend_block[backend_pos : backend_pos + m]
-        backend_pos += m
-        return out
-
-    miss_median_s = opt.miss_latency_ms / 1000.0
-    hist = metrics.latency
-    counters_add = metrics.counters.add
-    uniform_size = int(trace.sizes[0]) if int(trace.sizes.min()) == int(trace.sizes.max()) else None
-    get_tbl = enc.get_table  # GET command per key id, filled on first use
-    get_op, set_op = int(Op.GET), int(Op.SET)
-    res = ReplayResult(metrics_port=port)
-    conn = RespConnection(redis_url)
-    send_times = np.full(n, np.nan) if opt.record_send_times else None
-    res.send_times = send_times
-    pending_fills: list[bytes] = []  # read-through SETs of the last batch's misses
-    pending_xadds: list[bytes] = []  # sampled-request stream entries of the last batch
-    i = opt.start
-    done = 0   # requests replayed
-    taken = 0  # requests consumed from the trace cursor (replayed or deferred)
-    # Requests postponed because their key was already in the batch: a FIFO of trace indices per key,
-    # and a heap of (first index, key) over the keys that have one. Taking the smallest heads is taking
-    # the deferred requests in trace order, first occurrence of each key, without rescanning every
-    # deferred request each batch (hot keys pile up thousands of them on skewed traces).
-    dgroups: dict[int, deque[int]] = {}
-    dheap: list[tuple[int, int]] = []
-    t0 = time.perf_counter()
-    res.wall_start = time.time()
-    deadline = t0 + opt.duration_s
-    ts0 = float(ts[opt.start])
-    loop_offset = 0.0
-    # Up to `inflight` batches on the wire: batch k+1 may be sent before the replies of batch k are read;
-    # it then excludes every key of batch k (their fills are not known yet).
-    inflight: deque[tuple[int, int, list[int], float, set[int]]] = deque()
-    # Flat out with one batch in flight: build the next batch's requests while Redis answers the current
-    # one (client and server then work at the same time). Its size is `pipeline` minus the fills and
-    # stream entries of the batch before (the current batch's are not known yet), so a batch holds
-    # `pipeline` commands on average rather than exactly. Paced replays build after reading replies.
-    overlap = opt.overlap and opt.inflight == 1 and opt.rate is None and opt.speedup is None
-    last_pending = 0  # fills + stream entries at the head of the batch sent last
-
-    def xadd(k: int, size: int, op: int, wall: float, ttl: float, hit: int) -> bytes:
-        """The sampled-request stream entry of one request (format in :mod:`.sampling`)."""
-        body = b"k %d s %d o %d t %.6f ttl %g h %d r %s" % (k, size, op, wall, float(ttl), hit, rate_field)
-        fields = body.split(b" ")
-        parts = [b"*%d\r\n" % (6 + len(fields)), xadd_head, xadd_tail]
-        parts.extend(b"$%d\r\n%s\r\n" % (len(f), f) for f in fields)
-        return b"".join(parts)
-
-    def defer(idx: int, k: int) -> None:
-        grp = dgroups.get(k)
-        if grp is None:
-            dgroups[k] = deque((idx,))
-            heappush(dheap, (idx, k))
-        else:
-            grp.append(idx)
-
-    def encode_request(idx: int, k: int) -> bytes:
-        op = ops[idx]
-        if op == get_op:
-            return enc_get(k)
-        if op == set_op:
-            return enc_set(k, sizes[idx], ttls[idx])
-        return enc.delete(k)
-
-    def process(n_cmds: int, fills_in_pending: int, batch_idx: list[int], t_send: float) -> None:
-        """Read one batch's replies and account them (fills and stream entries go to the next batch)."""
-        nonlocal done
-        replies = conn.recv(n_cmds)
-        rtt = time.perf_counter() - t_send
-        n_pending = n_cmds - len(batch_idx)
-        c_get = c_set = c_del = c_hit = c_miss = c_fill = c_rej = c_err = 0
-        b_req = b_hit = 0
-        for r in replies[:fills_in_pending]:
-            if isinstance(r, hiredis.ReplyError):
-                if _is_oom(r):
-                    c_rej += 1
-                else:
-                    c_err += 1
-        n_miss = 0
-        if all_gets:
-            # Fast path (read-only GET trace): the common replay. The per-reply work runs
-            # in C: misses are found with list.index(None), hits counted with isinstance over the batch;
-            # only misses (and errors, rare) are touched from Python.
-            reps = replies[n_pending:] if n_pending else replies
-            n_req = len(batch_idx)
-            b_req = uniform_size * n_req if uniform_size is not None else sum(map(sizes.__getitem__, batch_idx))
-            b_hit = b_req
-            n_miss = reps.count(None)
-            n_hit = sum(map(isinstance, reps, repeat(bytes)))
-            pos = -1
-            for _ in range(n_miss):
-                pos = reps.index(None, pos + 1)
-                idx = batch_idx[pos]
-                sz = sizes[idx]
-                b_hit -= sz
-                pending_fills.append(enc_set(keys[idx], sz, ttls[idx]))
-            n_err = n_req - n_miss - n_hit
-            if n_err:
-                for idx, r in zip(batch_idx, reps, strict=True):
-                    if r is not None and r.__class__ is not bytes:
-                        b_hit -= sizes[idx]
-            c_get = n_req
-            c_miss = c_fill = n_miss
-            c_err += n_err
-            c_hit = n_hit
-            if sampled is not None:
-                wall = time.time()
-                for pos in compress(range(n_req), map(sampled.__getitem__, batch_idx)):
-                    idx = batch_idx[pos]
-                    hit = 1 if reps[pos].__class__ is bytes else 0
-                    pending_xadds.append(xadd(keys[idx], sizes[idx], get_op, wall, ttls[idx], hit))
-        else:
-            wall = time.time()
-            for pos, idx in enumerate(batch_idx):
-                r = replies[n_pending + pos]
-                op = ops[idx]
-                k = keys[idx]
-                hit = 0
-                if op == get_op:
-                    c_get += 1
-                    sz = sizes[idx]
-                    b_req += sz
-                    if isinstance(r, hiredis.ReplyError):
-                        c_err += 1
-                    elif r is None:
-                        c_miss += 1
-                        n_miss += 1
-                        if read_only:
-                            pending_fills.append(enc_set(k, sz, ttls[idx]))
-                            c_fill += 1
-                    else:
-                        c_hit += 1
-                        b_hit += sz
-                        hit = 1
-                elif op == set_op:
-                    c_set += 1
-                    if isinstance(r, hiredis.ReplyError):
-                        if _is_oom(r):
-                            c_rej += 1
-                        else:
-                            c_err += 1
-                else:
-                    c_del += 1
-                    if isinstance(r, hiredis.ReplyError):
-                        c_err += 1
-                if sampled is not None and sampled[idx]:
-                    pending_xadds.append(xadd(k, sizes[idx], op, wall, ttls[idx], hit))
-        # Latency: every request of the batch waited one round trip; misses add the backend call + fill.
-        n_req = len(batch_idx)
-        if n_req - n_miss:
-            hist.observe_n(rtt, n_req - n_miss)
-        if n_miss:
-            two_rtt = 2 * rtt
-            hist.observe_many([two_rtt + b for b in backend_latencies(n_miss)])
-        done += n_req
-        if progress is not None:
-            progress(n_req)
-        counters_add(c_get, c_set, c_del, c_hit, c_miss, c_fill, c_rej, c_err, b_req, b_hit)  # one call a batch
-        res.gets += c_get
-        res.hits += c_hit
-        res.misses += c_miss
-        res.fills += c_fill
-        res.sets += c_set + c_fill
-        res.deletes += c_del
-        res.rejected_writes += c_rej
-        res.errors += c_err
-
-    try:
+    def _loop(self) -> None:
+        opt, res, builder, pacer, conn = self.opt, self.res, self.builder, self.pacer, self.conn
+        stop, send_times, inflight, process = self.stop, self.send_times, self.inflight, self._process
+        deadline = self.t0 + opt.duration_s
+        # Up to `inflight` batches on the wire: batch k+1 may be sent before the replies of batch k are read;
+        # it then excludes every key of batch k (their fills are not known yet).
+        # Flat out with one batch in flight: build the next batch's requests while Redis answers the current
+        # one (client and server then work at the same time). Its size is `pipeline` minus the fills and
+        # stream entries of the batch before (the current batch's are not known yet), so a batch holds
+        # `pipeline` commands on average rather than exactly. Paced replays build after reading replies.
+        overlap = opt.overlap and opt.inflight == 1 and pacer.flat_out
+        last_pending = 0  # fills + stream entries at the head of the batch sent last
+        fills_in_pending = 0
         while True:
-            if limit is not None and taken >= limit and not dheap:
+            if builder.limit_reached():
                 res.stopped_by = "max_requests" if opt.max_requests is not None else "end_of_trace"
                 break
             if stop is not None and stop.is_set():
@@ -584,19 +274,14 @@ def replay(
             if now >= deadline:
                 res.stopped_by = "duration"
                 break
-            if i >= n and not dheap:
+            if builder.at_end():
                 if not opt.loop:
                     res.stopped_by = "end_of_trace"
                     break
-                loop_offset += float(ts[-1] - ts0) + (1.0 / opt.rate if opt.rate else 0.0)
-                i = opt.start
+                pacer.wrap()
+                builder.rewind()
             # Pacing: wait until the first request of the batch is due.
-            if opt.rate is not None:
-                due = t0 + (done + sum(len(b[2]) for b in inflight)) / opt.rate
-            elif opt.speedup is not None:
-                due = t0 + (float(ts[min(i, n - 1)]) - ts0 + loop_offset) / opt.speedup
-            else:
-                due = now
+            due = now if pacer.flat_out else pacer.due(self.done + sum(len(b[2]) for b in inflight), builder.i)
             if due > now:
                 if due > deadline:
                     res.stopped_by = "duration"
@@ -611,92 +296,24 @@ def replay(
             if overlap:
                 # Requests first, while the previous batch is still on the wire (its keys need no
                 # exclusion: its replies are read, and its fills put ahead, before this batch is sent).
-                cmds = []
+                cmds: list[bytes] = []
                 busy = None
                 room = max(1, opt.pipeline - last_pending)
             else:
-                fills_in_pending = len(pending_fills)
-                cmds = pending_fills + pending_xadds
-                pending_fills = []
-                pending_xadds = []
+                fills_in_pending = len(self.pending_fills)
+                cmds = self.pending_fills + self.pending_xadds
+                self.pending_fills, self.pending_xadds = [], []
                 busy = (inflight[0][4] if len(inflight) == 1 else set().union(*(b[4] for b in inflight))) if inflight else None
                 room = max(1, opt.pipeline - len(cmds))
-            seen: set[int] = set()
-            batch_idx: list[int] = []
-            cmds_append, bidx_append, seen_add = cmds.append, batch_idx.append, seen.add
-            # Earlier-deferred requests first (trace order), then new ones from the cursor; a request
-            # whose key is already in this batch (or in flight) is deferred to a later one. (exact_order
-            # never defers.)
-            cnt = 0
-            if dheap:
-                aside: list[tuple[int, int]] = []
-                while dheap and cnt < room:
-                    idx, k = heappop(dheap)
-                    if busy is not None and k in busy:
-                        aside.append((idx, k))
-                        continue
-                    grp = dgroups[k]
-                    grp.popleft()
-                    seen_add(k)
-                    cmds_append(encode_request(idx, k))
-                    bidx_append(idx)
-                    cnt += 1
-                    if grp:
-                        aside.append((grp[0], k))  # its next request waits for a later batch
-                    else:
-                        del dgroups[k]
-                for e in aside:
-                    heappush(dheap, e)
-            if cnt < room:
-                # New requests [i, hi): at most 8 x room scanned per batch, never past `limit`.
-                hi = min(n, i + 8 * room)
-                if limit is not None:
-                    hi = min(hi, i + limit - taken)
-                end = hi
-                if all_gets and busy is None:
-                    for jj in range(i, hi):
-                        k = keys[jj]
-                        if k in seen:
-                            if exact_order:  # cut the batch here; this request opens the next one
-                                end = jj
-                                break
-                            defer(jj, k)
-                            continue
-                        seen_add(k)
-                        c = get_tbl[k]
-                        cmds_append(c if c is not None else enc_get(k))
-                        bidx_append(jj)
-                        cnt += 1
-                        if cnt >= room:
-                            end = jj + 1
-                            break
-                else:
-                    for jj in range(i, hi):
-                        k = keys[jj]
-                        if k in seen or (busy is not None and k in busy):
-                            if exact_order:
-                                end = jj
-                                break
-                            defer(jj, k)
-                            continue
-                        seen_add(k)
-                        cmds_append(encode_request(jj, k))
-                        bidx_append(jj)
-                        cnt += 1
-                        if cnt >= room:
-                            end = jj + 1
-                            break
-                taken += end - i
-                i = end
+            batch_idx, seen = builder.fill(cmds, room, busy)
             if overlap:
                 if inflight:
                     process(*inflight.popleft()[:4])
-                fills_in_pending = len(pending_fills)
-                last_pending = fills_in_pending + len(pending_xadds)
+                fills_in_pending = len(self.pending_fills)
+                last_pending = fills_in_pending + len(self.pending_xadds)
                 if last_pending:
-                    cmds = pending_fills + pending_xadds + cmds
-                    pending_fills = []
-                    pending_xadds = []
+                    cmds = self.pending_fills + self.pending_xadds + cmds
+                    self.pending_fills, self.pending_xadds = [], []
             if cmds:
                 t_send = time.perf_counter()
                 if send_times is not None and batch_idx:
@@ -709,36 +326,78 @@ def replay(
                 process(*inflight.popleft()[:4])
         while inflight:
             process(*inflight.popleft()[:4])
-        # Flush the last fills so Redis ends in the state a sequential client would leave.
-        if pending_fills or pending_xadds:
-            replies = conn.roundtrip(pending_fills + pending_xadds)
-            res.commands += len(pending_fills) + len(pending_xadds)
-            res.round_trips += 1
-            for r in replies[: len(pending_fills)]:
-                if _is_oom(r):
-                    res.rejected_writes += 1
-                    metrics.counters.rejected += 1
-                elif isinstance(r, hiredis.ReplyError):
-                    res.errors += 1
-                    metrics.counters.errors += 1
-    finally:
-        conn.close()
-        res.elapsed_s = time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ replies
+    def _process(self, n_cmds: int, fills_in_pending: int, batch_idx: list[int], t_send: float) -> None:
+        """Read one batch's replies and account them (fills and stream entries go to the next batch)."""
+        replies = self.conn.recv(n_cmds)
+        rtt = time.perf_counter() - t_send
+        n_pending = n_cmds - len(batch_idx)
+        c_rej, c_err = write_errors(replies[:fills_in_pending]) if fills_in_pending else (0, 0)
+        reps = replies[n_pending:] if n_pending else replies
+        c_get, c_set, c_del, c_hit, c_miss, c_fill, rej, err, b_req, b_hit = self.accountant.account(
+            reps, batch_idx, self.pending_fills, self.pending_xadds
+        )
+        c_rej += rej
+        c_err += err
+        # Latency: every request of the batch waited one round trip; misses add the backend call + fill.
+        hist = self.metrics.latency
+        n_req = len(batch_idx)
+        if n_req - c_miss:
+            hist.observe_n(rtt, n_req - c_miss)
+        if c_miss:
+            two_rtt = 2 * rtt
+            hist.observe_many([two_rtt + b for b in self.backend.draw(c_miss)])
+        self.done += n_req
+        if self.progress is not None:
+            self.progress(n_req)
+        self.metrics.counters.add(c_get, c_set, c_del, c_hit, c_miss, c_fill, c_rej, c_err, b_req, b_hit)  # one call a batch
+        res = self.res
+        res.gets += c_get
+        res.hits += c_hit
+        res.misses += c_miss
+        res.fills += c_fill
+        res.sets += c_set + c_fill
+        res.deletes += c_del
+        res.rejected_writes += c_rej
+        res.errors += c_err
+
+    # ------------------------------------------------------------------ end
+    def _flush(self) -> None:
+        """Send the last fills so Redis ends in the state a sequential client would leave."""
+        fills, xadds, res, counters = self.pending_fills, self.pending_xadds, self.res, self.metrics.counters
+        if not (fills or xadds):
+            return
+        replies = self.conn.roundtrip(fills + xadds)
+        res.commands += len(fills) + len(xadds)
+        res.round_trips += 1
+        rejected, errors = write_errors(replies[: len(fills)])
+        res.rejected_writes += rejected
+        counters.rejected += rejected
+        res.errors += errors
+        counters.errors += errors
+
+    def _finish(self) -> None:
+        res = self.res
+        res.elapsed_s = time.perf_counter() - self.t0
         res.wall_end = time.time()
         res.requests = res.gets + res.sets - res.fills + res.deletes
-        res.next_index = i
+        res.next_index = self.builder.i
         if res.elapsed_s > 0:
             res.requests_per_s = res.requests / res.elapsed_s
             res.commands_per_s = res.commands / res.elapsed_s
-        counts = hist.snapshot()
-        for q, attr in ((0.5, "latency_p50_ms"), (0.95, "latency_p95_ms"), (0.99, "latency_p99_ms")):
-            v = histogram_quantile(q, counts)
-            setattr(res, attr, 0.0 if np.isnan(v) else v * 1000.0)
-        if server is not None:
-            if target is not None and opt.linger_s > 0:
-                time.sleep(opt.linger_s)  # let Prometheus scrape the final counters
-            if target is not None:
-                Path(target).unlink(missing_ok=True)
-            server.shutdown()  # type: ignore[attr-defined]
-            server.server_close()  # type: ignore[attr-defined]
-    return res
+        hist = self.metrics.latency
+        res.latency_p50_ms, res.latency_p95_ms, res.latency_p99_ms = (hist.quantile_ms(q) for q in (0.5, 0.95, 0.99))
+
+
+def replay(
+    trace: Trace,
+    redis_url: str,
+    options: ReplayOptions | None = None,
+    *,
+    metrics: ReplayMetrics | None = None,
+    stop: threading.Event | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ReplayResult:
+    """Replay ``trace`` into ``redis_url``; returns client-side counts. Stops by itself (end, count, time, ``stop``)."""
+    return Replayer(trace, redis_url, options, metrics=metrics, stop=stop, progress=progress).run()
