@@ -34,3 +34,13 @@ class ServiceError(CacheTunerError):
 
 class MetricsUnavailableError(BackendError):
     """Metrics could not be read (Prometheus down, no samples yet, NaN)."""
+
+
+class UnknownNameError(ConfigError):
+    """A name (controller, trace format, eviction policy, reward, ...) is not registered; the message
+    lists the valid names."""
+
+
+class UnknownTraceNameError(UnknownNameError, TraceError):
+    """An unknown trace-side name (trace format, synthetic workload, size model, bundled trace): an
+    :class:`UnknownNameError` that ``except TraceError`` callers still catch."""

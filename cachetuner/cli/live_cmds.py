@@ -12,6 +12,7 @@ from rich.table import Table
 from cachetuner.cli.app import app, bench_app, console, emit_json, out
 from cachetuner.cli.trace_options import (
     FormatOpt,
+    JsonOpt,
     LimitOpt,
     ParamsOpt,
     SeedOpt,
@@ -23,7 +24,6 @@ from cachetuner.errors import ConfigError
 stack_app = typer.Typer(help="Local redis-server + redis_exporter + prometheus on free loopback ports.", no_args_is_help=True)
 app.add_typer(stack_app, name="stack")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
 DirOpt = Annotated[Path, typer.Option("--dir", help="Folder for configs, data, logs and stack.json.")]
 DEFAULT_STACK_DIR = Path(".cachetuner-stack")
 DEFAULT_TRACE = "bundled:web07"

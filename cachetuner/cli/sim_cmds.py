@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
-import numpy as np
 import typer
 from rich.table import Table
 
 from cachetuner.cli.app import app, bench_app, console, emit_json, out
 from cachetuner.cli.trace_options import (
     FormatOpt,
+    JsonOpt,
     LimitOpt,
     ParamsOpt,
     RateOpt,
@@ -24,15 +21,13 @@ from cachetuner.cli.trace_options import (
 )
 from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
-from cachetuner.sim import SimParams, TieredCacheSim, simulate
+from cachetuner.registry import Registry
+from cachetuner.sim import SimParams, simulate
+from cachetuner.sim.bench import BENCH_REQUESTS, bench_against_libcachesim, default_bench_trace
 from cachetuner.sim.params import ClientParams, L2Params, MemoryParams
-from cachetuner.sim.policies import POLICIES, get_policy
-from cachetuner.sim.reference import libcachesim_lru
+from cachetuner.sim.policies import POLICIES
 from cachetuner.sim.sizing import parse_size
 from cachetuner.traces import read_trace
-from cachetuner.traces.trace import Trace
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
 
 #: Rows of the human-readable table (and the keys every --json output has).
 REPORT_KEYS = (
@@ -42,9 +37,10 @@ REPORT_KEYS = (
     "requests_per_second",
 )  # fmt: skip
 
-_SHARED = Path(os.environ.get("CACHETUNER_SHARED_TRACES", Path(__file__).resolve().parents[3] / "shared" / "traces"))
-DEFAULT_BENCH_TRACE = _SHARED / "cache2k" / "orm-night.trace.zst"
-BENCH_REQUESTS = 1_000_000
+#: ``--eviction-order`` values: the names ``SimParams.eviction_order`` accepts.
+EVICTION_ORDERS: Registry[str] = Registry("eviction order", "--eviction-order")
+for _order in get_args(SimParams.model_fields["eviction_order"].annotation):
+    EVICTION_ORDERS.add(_order, _order)
 
 
 def _build_params(
@@ -54,9 +50,7 @@ def _build_params(
     l2_capacity: int,
     eviction_order: str = "make-room",
 ) -> SimParams:
-    if eviction_order not in ("make-room", "redis"):
-        raise ConfigError(f"--eviction-order {eviction_order!r}: valid: make-room, redis")
-    p = SimParams(eviction_order=eviction_order)  # type: ignore[arg-type]
+    p = SimParams(eviction_order=EVICTION_ORDERS.get(eviction_order))  # type: ignore[arg-type]
     mem = p.memory.model_dump()
     if per_key_overhead is not None:
         mem["per_key_overhead"] = per_key_overhead
@@ -100,7 +94,7 @@ def simulate_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Replay a trace through the Redis 7 simulator under one configuration and report the totals."""
-    get_policy(policy)
+    POLICIES.get(policy, field="--policy")
     tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
     l2_bytes = parse_size(l2_capacity, tr, what="--l2-capacity")
     p = _build_params(per_key_overhead, base_memory, clients, l2_bytes, eviction_order)
@@ -128,28 +122,6 @@ def simulate_cmd(
     out.print(table)
 
 
-def _default_bench_trace() -> tuple[str, str]:
-    if DEFAULT_BENCH_TRACE.is_file():
-        return str(DEFAULT_BENCH_TRACE), "raw-be-i4"
-    return "synthetic:zipf", "auto"
-
-
-def _timed_run(trace: Trace, config: RedisConfig, params: SimParams) -> tuple[float, int]:
-    """Seconds and misses of one whole-trace interval (compile excluded by a warm-up first)."""
-    sim = TieredCacheSim(trace.n_keys, config, params, seed=0, key_bytes=trace.key_bytes)
-    t0 = time.perf_counter()
-    snap = sim.run(trace, 0, len(trace))
-    return time.perf_counter() - t0, snap.misses
-
-
-def _warm_up(trace: Trace, params: SimParams) -> None:
-    """Compile (or load from cache) the kernel on a tiny slice so that timings exclude numba."""
-    tiny = trace.slice(0, min(len(trace), 2000))
-    for policy in ("allkeys-lru", "exact-lru"):
-        cfg = RedisConfig(maxmemory=max(1, int(tiny.sizes.sum()) // 4), maxmemory_policy=policy)  # type: ignore[arg-type]
-        TieredCacheSim(trace.n_keys, cfg, params, key_bytes=trace.key_bytes).run(tiny)
-
-
 @bench_app.command("sim")
 def bench_sim(
     trace: Annotated[str | None, typer.Option("--trace", help="default: 1M requests of cache2k orm-night")] = None,
@@ -169,7 +141,7 @@ def bench_sim(
     libCacheSim LRU misses. Timings exclude numba compilation and trace loading; best of ``repeat``.
     """
     if trace is None:
-        trace, default_fmt = _default_bench_trace()
+        trace, default_fmt = default_bench_trace()
         format = format or default_fmt
     if trace.startswith("synthetic:"):
         n = limit or BENCH_REQUESTS
@@ -179,40 +151,7 @@ def bench_sim(
     params = SimParams.exact()
     mm = parse_size(maxmemory, tr, params, what="--maxmemory")
     console.print(f"bench sim: {tr.name}, {len(tr):,} requests, maxmemory {mm:,} B (compiling / warming up)")
-    _warm_up(tr, params)
-    lru_cfg = RedisConfig(maxmemory=mm, maxmemory_policy="allkeys-lru", maxmemory_samples=5)
-    exact_cfg = RedisConfig(maxmemory=mm, maxmemory_policy="exact-lru")
-    ct_s, ct_miss, ex_s, ex_miss, ref_s = [], 0, [], 0, []
-    ref = None
-    for _ in range(repeat):  # interleaved so that machine load hits all engines alike
-        s, ct_miss = _timed_run(tr, lru_cfg, params)
-        ct_s.append(s)
-        s, ex_miss = _timed_run(tr, exact_cfg, params)
-        ex_s.append(s)
-        ref = libcachesim_lru(tr, mm)
-        ref_s.append(ref.seconds)
-    assert ref is not None
-    n = len(tr)
-    ct_rps, ex_rps, ref_rps = n / min(ct_s), n / min(ex_s), n / min(ref_s)
-    result = {
-        "trace": tr.name,
-        "requests": n,
-        "unique_keys": int(np.unique(tr.keys).size),
-        "maxmemory": mm,
-        "cachetuner_rps": ct_rps,
-        "cachetuner_exact_lru_rps": ex_rps,
-        "libcachesim_lru_rps": ref_rps,
-        "ratio": ct_rps / ref_rps,
-        "exact_lru_ratio": ex_rps / ref_rps,
-        "cachetuner_miss_ratio": ct_miss / n,
-        "exact_lru_miss_ratio": ex_miss / n,
-        "libcachesim_lru_miss_ratio": ref.miss_ratio,
-        "cachetuner_misses": ct_miss,
-        "exact_lru_misses": ex_miss,
-        "libcachesim_lru_misses": ref.misses,
-        "exact_matches_libcachesim": ex_miss == ref.misses,
-        "repeat": repeat,
-    }
+    result = bench_against_libcachesim(tr, mm, repeat, params)
     if json_out:
         emit_json(result)
         return

@@ -12,6 +12,7 @@ from rich.table import Table
 from cachetuner.cli.app import app, bench_app, console, emit_json, out
 from cachetuner.cli.trace_options import (
     FormatOpt,
+    JsonOpt,
     LimitOpt,
     ParamsOpt,
     RateOpt,
@@ -26,8 +27,6 @@ from cachetuner.traces.stats import summarize
 
 trace_app = typer.Typer(help="Inspect traces and list the supported formats.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
 
 
 def _fmt_bytes(n: float) -> str:

@@ -1,4 +1,5 @@
-"""The trace options every command shares, as ``Annotated`` aliases plus one loader.
+"""The options several commands share (the trace options, ``--json``), as ``Annotated`` aliases,
+plus one trace loader.
 
 A command module takes a trace in three lines::
 
@@ -67,6 +68,8 @@ ParamsOpt = Annotated[
         help="YAML mapping of workload params (synthetic) or reader params (e.g. expand: false for arc).",
     ),
 ]
+#: ``--json``: the command prints exactly one JSON object on stdout (logs go to stderr).
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
 
 
 def load_params_file(path: Path | None) -> dict | None:

@@ -26,8 +26,8 @@ from collections.abc import Callable
 
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import RewardConfig
-from cachetuner.errors import ConfigError
 from cachetuner.metrics import MetricsSnapshot
+from cachetuner.registry import Registry
 
 _GIB = float(1024**3)
 _LAT_FLOOR_MS = 0.01
@@ -68,13 +68,15 @@ def seed_reward(cost: dict[str, float], snap: MetricsSnapshot, prev: MetricsSnap
 RewardFn = Callable[[dict[str, float], MetricsSnapshot, MetricsSnapshot, RewardConfig], float]
 
 #: ``EnvConfig.reward.kind`` -> reward function ``(cost, snapshot, previous snapshot, cfg) -> reward``.
-REWARDS: dict[str, RewardFn] = {"cost": cost_reward, "seed": seed_reward}
+REWARDS: Registry[RewardFn] = Registry("reward", "env.reward.kind")
+REWARDS.add("cost", cost_reward)
+REWARDS.add("seed", seed_reward)
 
 
 def get_reward_fn(kind: str) -> RewardFn:
-    if kind not in REWARDS:
-        raise ConfigError(f"env.reward.kind: unknown {kind!r}; valid: {', '.join(REWARDS)}")
-    return REWARDS[kind]
+    """The reward function for ``env.reward.kind``; an unknown kind raises a one-line
+    :class:`~cachetuner.errors.UnknownNameError` (a ``ConfigError``) naming the field and the valid kinds."""
+    return REWARDS.get(kind)
 
 
 def config_changed(a: RedisConfig, b: RedisConfig) -> bool:

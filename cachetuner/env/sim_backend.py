@@ -21,6 +21,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.env.config import EnvConfig, WorkloadSpec
 from cachetuner.errors import BackendError, CacheTunerError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
+from cachetuner.registry import Registry
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Trace
 
@@ -107,6 +108,11 @@ class SimBackend:
         if len(self.traces) != len(cfg.workloads):
             raise ConfigError(f"env.workloads: {len(cfg.workloads)} specs but {len(self.traces)} traces given")
         self.names = [w.label for w in cfg.workloads]
+        #: label -> index of its first workload (``reset(workload=LABEL)``).
+        self._by_name: Registry[int] = Registry("workload")
+        for i, name in enumerate(self.names):
+            if name not in self._by_name:
+                self._by_name.add(name, i)
         self.working_sets = [working_set_bytes(t, self.params) for t in self.traces]
         w = np.array([s.weight for s in cfg.workloads], dtype=np.float64)
         self._weights = w / w.sum()
@@ -153,9 +159,7 @@ class SimBackend:
         if workload is None:
             return int(rng.choice(len(self.traces), p=self._weights))
         if isinstance(workload, str):
-            if workload not in self.names:
-                raise ConfigError(f"unknown workload {workload!r}; valid: {', '.join(self.names)}")
-            return self.names.index(workload)
+            return self._by_name.get(workload)
         if not 0 <= int(workload) < len(self.traces):
             raise ConfigError(f"workload index {workload} out of range 0..{len(self.traces) - 1}")
         return int(workload)

@@ -15,8 +15,8 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from cachetuner.errors import ConfigError
 from cachetuner.hotness_model.dataset import BucketCounts, Windows
+from cachetuner.registry import Registry
 
 
 class BaselineConfig(BaseModel):
@@ -107,15 +107,14 @@ class CountMinSketch:
         return np.log1p(out * horizon / (2.0 * self.age)).astype(np.float32)
 
 
-BASELINES: dict[str, Callable[[BaselineConfig], HotnessBaseline]] = {
-    "last_value": LastValue,
-    "ewma": EWMA,
-    "sketch": CountMinSketch,
-}
+#: name -> factory ``BaselineConfig -> HotnessBaseline`` (evaluated and reported in this order).
+BASELINES: Registry[Callable[[BaselineConfig], HotnessBaseline]] = Registry("hotness baseline")
+BASELINES.add("last_value", LastValue)
+BASELINES.add("ewma", EWMA)
+BASELINES.add("sketch", CountMinSketch)
 
 
 def make_baseline(name: str, cfg: BaselineConfig | None = None) -> HotnessBaseline:
-    """Instantiate a baseline by name; unknown names list the valid ones."""
-    if name not in BASELINES:
-        raise ConfigError(f"unknown hotness baseline {name!r}; valid: {', '.join(sorted(BASELINES))}")
-    return BASELINES[name](cfg or BaselineConfig())
+    """Instantiate a baseline by name; an unknown name raises a one-line
+    :class:`~cachetuner.errors.UnknownNameError` (a ``ConfigError``) listing the valid ones."""
+    return BASELINES.get(name)(cfg or BaselineConfig())

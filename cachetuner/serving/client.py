@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import time
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 
 from cachetuner.errors import ServiceError
 from cachetuner.hotness_model.predictor import HotnessPredictor, InProcessPredictor
+from cachetuner.registry import Registry
 from cachetuner.serving.export import INPUT_NAME, MODEL_NAME, OUTPUT_NAME
 
 __all__ = [
@@ -37,6 +39,11 @@ __all__ = [
 log = logging.getLogger("cachetuner.serving")
 
 _METRICS: dict[int, tuple[Counter, Gauge]] = {}
+
+#: ``protocol`` -> tritonclient module (imported lazily by :class:`TritonPredictor`).
+TRITON_PROTOCOLS: Registry[str] = Registry("Triton protocol", "protocol")
+TRITON_PROTOCOLS.add("grpc", "tritonclient.grpc")
+TRITON_PROTOCOLS.add("http", "tritonclient.http")
 
 
 def hotness_metrics(registry: CollectorRegistry = REGISTRY) -> tuple[Counter, Gauge]:
@@ -84,12 +91,7 @@ class TritonPredictor:
         self.timeout_s = timeout_s
         self.retries = retries
         self.model_name = model_name
-        if protocol == "grpc":
-            import tritonclient.grpc as tc
-        elif protocol == "http":
-            import tritonclient.http as tc  # type: ignore[no-redef]
-        else:
-            raise ServiceError(f"unknown Triton protocol {protocol!r}; valid: grpc, http")
+        tc = importlib.import_module(TRITON_PROTOCOLS.get(protocol))  # imported only when used
         self._tc: Any = tc
         kwargs: dict[str, Any] = {}
         if protocol == "http":

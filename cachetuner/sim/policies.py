@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cachetuner.config import REDIS_POLICIES, SIM_ONLY_POLICIES
-from cachetuner.errors import ConfigError
+from cachetuner.registry import Registry
 
 # Candidate sets.
 KEYS_NONE = 0      # noeviction
@@ -42,20 +42,21 @@ class PolicySpec:
         return self.score == SCORE_LFU
 
 
-POLICIES: dict[str, PolicySpec] = {
-    spec.name: spec
-    for spec in (
-        PolicySpec("noeviction", KEYS_NONE, SCORE_NONE),
-        PolicySpec("allkeys-lru", KEYS_ALL, SCORE_LRU),
-        PolicySpec("allkeys-lfu", KEYS_ALL, SCORE_LFU),
-        PolicySpec("allkeys-random", KEYS_ALL, SCORE_RANDOM),
-        PolicySpec("volatile-lru", KEYS_VOLATILE, SCORE_LRU),
-        PolicySpec("volatile-lfu", KEYS_VOLATILE, SCORE_LFU),
-        PolicySpec("volatile-random", KEYS_VOLATILE, SCORE_RANDOM),
-        PolicySpec("volatile-ttl", KEYS_VOLATILE, SCORE_TTL),
-        PolicySpec("exact-lru", KEYS_ALL, SCORE_EXACT_LRU),
-    )
-}
+#: ``maxmemory-policy`` name -> spec, in kernel-id order (see :data:`POLICY_IDS`).
+POLICIES: Registry[PolicySpec] = Registry("maxmemory_policy")
+for _spec in (
+    PolicySpec("noeviction", KEYS_NONE, SCORE_NONE),
+    PolicySpec("allkeys-lru", KEYS_ALL, SCORE_LRU),
+    PolicySpec("allkeys-lfu", KEYS_ALL, SCORE_LFU),
+    PolicySpec("allkeys-random", KEYS_ALL, SCORE_RANDOM),
+    PolicySpec("volatile-lru", KEYS_VOLATILE, SCORE_LRU),
+    PolicySpec("volatile-lfu", KEYS_VOLATILE, SCORE_LFU),
+    PolicySpec("volatile-random", KEYS_VOLATILE, SCORE_RANDOM),
+    PolicySpec("volatile-ttl", KEYS_VOLATILE, SCORE_TTL),
+    PolicySpec("exact-lru", KEYS_ALL, SCORE_EXACT_LRU),
+):
+    POLICIES.add(_spec.name, _spec)
+del _spec
 assert set(POLICIES) == set(REDIS_POLICIES) | set(SIM_ONLY_POLICIES)
 
 #: Stable integer id per policy (index in this tuple), stored in the kernel's scalar state.
@@ -63,10 +64,6 @@ POLICY_IDS: tuple[str, ...] = tuple(POLICIES)
 
 
 def get_policy(name: str) -> PolicySpec:
-    """The spec for ``name``; an unknown name raises :class:`ConfigError` listing the valid ones."""
-    try:
-        return POLICIES[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown maxmemory_policy {name!r}; valid: {', '.join(POLICIES)}"
-        ) from None
+    """The spec for ``name``; an unknown name raises a one-line
+    :class:`~cachetuner.errors.UnknownNameError` (a ``ConfigError``) listing the valid ones."""
+    return POLICIES.get(name)

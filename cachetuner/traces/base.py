@@ -11,7 +11,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from cachetuner.errors import TraceError
+from cachetuner.errors import TraceError, UnknownTraceNameError
+from cachetuner.registry import Registry
 from cachetuner.traces.assemble import ReadOptions
 from cachetuner.traces.trace import Trace
 
@@ -67,23 +68,18 @@ def validate_params(model: type[BaseModel], params: dict, source: str) -> BaseMo
 
 
 #: ``--format`` name -> reader.
-FORMATS: dict[str, TraceReader] = {}
+FORMATS: Registry[TraceReader] = Registry("trace format", error=UnknownTraceNameError)
 
 
 def register_format(reader: TraceReader) -> TraceReader:
-    if reader.name in FORMATS:
-        raise ValueError(f"trace format {reader.name!r} registered twice")
-    FORMATS[reader.name] = reader
+    FORMATS.add(reader.name, reader)
     return reader
 
 
 def get_reader(name: str) -> TraceReader:
-    try:
-        return FORMATS[name]
-    except KeyError:
-        raise TraceError(
-            f"unknown trace format {name!r}; valid formats: {', '.join(list_formats())}"
-        ) from None
+    """The reader for ``--format name``; an unknown name raises a one-line ``UnknownTraceNameError``
+    (a ``TraceError`` and a ``ConfigError``) listing the valid formats."""
+    return FORMATS.get(name)
 
 
 def list_formats() -> list[str]:

@@ -5,26 +5,23 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from cachetuner.errors import TraceError
+from cachetuner.errors import TraceError, UnknownTraceNameError
+from cachetuner.registry import Registry
 
-#: name -> (file in cachetuner/data, --format)
-BUNDLED_TRACES: dict[str, tuple[str, str]] = {
-    "web07": ("web07-50k.trace", "raw-be-i4"),
-    "web12": ("web12-50k.trace", "raw-be-i4"),
-}
+#: ``bundled:NAME`` -> (file in cachetuner/data, --format)
+BUNDLED_TRACES: Registry[tuple[str, str]] = Registry("bundled trace", error=UnknownTraceNameError)
+BUNDLED_TRACES.add("web07", ("web07-50k.trace", "raw-be-i4"))
+BUNDLED_TRACES.add("web12", ("web12-50k.trace", "raw-be-i4"))
 
 
 def bundled_trace_path(name: str = "web07") -> Path:
     """Path of a bundled trace file (read it with ``read_trace(path, bundled_trace_format(name))``)."""
-    if name not in BUNDLED_TRACES:
-        raise TraceError(f"unknown bundled trace {name!r}; valid: {', '.join(BUNDLED_TRACES)}")
-    path = Path(str(resources.files("cachetuner.data").joinpath(BUNDLED_TRACES[name][0])))
+    filename, _fmt = BUNDLED_TRACES.get(name)
+    path = Path(str(resources.files("cachetuner.data").joinpath(filename)))
     if not path.is_file():
         raise TraceError(f"bundled trace {name!r} missing at {path} (broken install)")
     return path
 
 
 def bundled_trace_format(name: str = "web07") -> str:
-    if name not in BUNDLED_TRACES:
-        raise TraceError(f"unknown bundled trace {name!r}; valid: {', '.join(BUNDLED_TRACES)}")
-    return BUNDLED_TRACES[name][1]
+    return BUNDLED_TRACES.get(name)[1]

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cachetuner.errors import TraceError
+from cachetuner.errors import TraceError, UnknownTraceNameError
+from cachetuner.registry import Registry
 
 #: Size for traces without sizes when no ``--size-model`` is given.
 DEFAULT_SIZE_MODEL = "fixed:4096"
@@ -72,20 +73,19 @@ def _llm(args: list[float]) -> Callable[[int, np.random.Generator], np.ndarray]:
     return sample
 
 
+SizeModelEntry = tuple[tuple[str, ...], tuple[float, ...] | None, Callable]
+
 #: name -> (argument names, defaults or None when required, factory)
-SIZE_MODELS: dict[str, tuple[tuple[str, ...], tuple[float, ...] | None, Callable]] = {
-    "fixed": (("BYTES",), None, _fixed),
-    "lognormal": (("MEDIAN", "SIGMA"), None, _lognormal),
-    "llm": (("P_EMBED", "EMBED", "MEDIAN", "SIGMA"), (0.4, 1536, 8192, 0.9), _llm),
-}
+SIZE_MODELS: Registry[SizeModelEntry] = Registry("size model", error=UnknownTraceNameError)
+SIZE_MODELS.add("fixed", (("BYTES",), None, _fixed))
+SIZE_MODELS.add("lognormal", (("MEDIAN", "SIGMA"), None, _lognormal))
+SIZE_MODELS.add("llm", (("P_EMBED", "EMBED", "MEDIAN", "SIGMA"), (0.4, 1536, 8192, 0.9), _llm))
 
 
 def parse_size_model(spec: str) -> SizeModel:
     """Parse ``NAME[:ARG,ARG...]`` into a :class:`SizeModel`; bad specs raise a one-line :class:`TraceError`."""
     name, _, rest = spec.strip().partition(":")
-    if name not in SIZE_MODELS:
-        raise TraceError(f"size model {spec!r}: unknown model {name!r}; valid: {', '.join(SIZE_MODELS)}")
-    arg_names, defaults, factory = SIZE_MODELS[name]
+    arg_names, defaults, factory = SIZE_MODELS.get(name, field=f"size model {spec!r}")
     usage = f"{name}:{','.join(arg_names)}"
     if not rest:
         if defaults is None:

@@ -36,3 +36,22 @@ def test_env_info_json(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     assert report["observation"][0] == "hit_ratio" and report["bounds"][0] < report["bounds"][1]
+
+
+def test_env_sweep_json(tmp_path: Path) -> None:
+    cfg = tmp_path / "env.yaml"
+    cfg.write_text(YAML)
+    res = CliRunner().invoke(app, ["env", "sweep", "--config", str(cfg), "--fractions", "0.1,0.5", "--json"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    assert set(report) == {"policy", "reward", "workloads"} and report["policy"] == "allkeys-lru"
+    (row,) = report["workloads"]
+    assert set(row) == {"workload", "working_set", "sizes", "best_fraction", "interior"}
+    assert [s["fraction"] for s in row["sizes"]] == [0.1, 0.5]
+    assert set(row["sizes"][0]) == {"fraction", "maxmemory", "hit_ratio", "cost_per_get", "memory_per_get", "mean_reward"}
+    assert row["best_fraction"] in (0.1, 0.5) and row["interior"] is False
+
+
+def test_env_sweep_bad_fractions(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["env", "sweep", "--fractions", "a,b"])
+    assert res.exit_code != 0 and "--fractions" in str(res.exception)

@@ -107,7 +107,7 @@ def test_metrics_on_known_rankings() -> None:
 
 
 def test_baselines_registry_and_behaviour(trace) -> None:
-    with pytest.raises(ConfigError, match="valid: ewma, last_value, sketch"):
+    with pytest.raises(ConfigError, match="unknown hotness baseline 'nope'; valid: last_value, ewma, sketch$"):
         make_baseline("nope")
     ds = build_dataset(trace, CFG)
     for name in BASELINES:

@@ -170,7 +170,8 @@ def test_bad_limit_and_rate(tmp_path: Path) -> None:
 
 def test_synthetic_errors(tmp_path: Path) -> None:
     msg = _err(read_trace, "synthetic:nope")
-    assert "'nope'" in msg and "synthetic:zipf" in msg and "synthetic:shifting" in msg
+    assert msg.startswith("unknown synthetic workload 'nope'; valid: ")
+    assert {"zipf", "shifting"} <= set(msg.split("valid: ")[1].split(", "))
     msg = _err(read_trace, "synthetic:zipf", params={"alpah": 1.0})
     assert msg.startswith("synthetic:zipf: param 'alpah': unknown parameter")
     msg = _err(read_trace, "synthetic:zipf", params={"n_keys": -5})
@@ -192,10 +193,35 @@ def test_workload_file_errors(tmp_path: Path) -> None:
     msg = _err(read_trace, p)
     assert str(p) in msg and "param 'typo'" in msg
     p = _write(tmp_path, "w2.yaml", "synthetic: zipf\nparms: {}\n")
-    assert "unknown field 'parms'" in _err(read_trace, p)
+    assert f"{p}: field 'parms': unknown field" in _err(read_trace, p)
     p = _write(tmp_path, "w3.yaml", "synthetic: [\n")
     with pytest.raises(ConfigError) as info:
         read_trace(p)
     assert (
         isinstance(info.value, CacheTunerError) and str(p) in str(info.value) and "\n" not in str(info.value)
     )
+
+
+def test_unknown_names_are_one_error_type(tmp_path: Path) -> None:
+    """Every trace-side registry answers an unknown name with UnknownNameError, still a TraceError."""
+    from cachetuner.errors import UnknownNameError
+
+    p = _write(tmp_path, "x.trace", "1\n")
+    cases = [
+        (lambda: read_trace(p, "nope"), "unknown trace format 'nope'; valid: "),
+        (lambda: read_trace("synthetic:nope"), "unknown synthetic workload 'nope'; valid: "),
+        (lambda: read_trace("bundled:nope"), "unknown bundled trace 'nope'; valid: web07, web12"),
+        (lambda: parse_size_model("gamma:1"), "size model 'gamma:1': unknown size model 'gamma'; valid: "),
+    ]
+    for fn, text in cases:
+        with pytest.raises(UnknownNameError) as info:
+            fn()
+        assert isinstance(info.value, TraceError) and isinstance(info.value, ConfigError)
+        assert str(info.value).startswith(text) and "\n" not in str(info.value)
+
+
+def test_unknown_phase_workload_and_workload_file_name(tmp_path: Path) -> None:
+    msg = _err(read_trace, "synthetic:shifting", params={"phases": [{"workload": "zipff", "fraction": 1}]})
+    assert "phases[0].workload: unknown synthetic workload 'zipff'; valid: " in msg
+    p = _write(tmp_path, "w.yaml", "synthetic: zipff\n")
+    assert _err(read_trace, p).startswith(f"{p}: field 'synthetic': unknown synthetic workload 'zipff'; valid: ")

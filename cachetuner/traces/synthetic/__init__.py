@@ -64,18 +64,15 @@ def load_workload_file(path: Path) -> tuple[str, dict]:
     unknown = set(data) - {"synthetic", "params"}
     if unknown:
         raise TraceError(
-            f"{path}: unknown field '{sorted(unknown)[0]}' (a workload file has 'synthetic' and 'params')"
+            f"{path}: field '{sorted(unknown)[0]}': unknown field (a workload file has 'synthetic' and 'params')"
         )
     name = data.get("synthetic")
     if not isinstance(name, str):
         raise TraceError(
-            f"{path}: field 'synthetic' must name a workload ({', '.join(sorted(SYNTHETIC_WORKLOADS))})"
+            f"{path}: field 'synthetic': must name a workload ({', '.join(sorted(SYNTHETIC_WORKLOADS))})"
         )
     params = data.get("params") or {}
     if not isinstance(params, dict):
-        raise TraceError(f"{path}: field 'params' must be a mapping")
-    try:
-        get_workload(name)
-    except TraceError as e:
-        raise TraceError(f"{path}: field 'synthetic': {e}") from None
+        raise TraceError(f"{path}: field 'params': must be a mapping")
+    get_workload(name, field=f"{path}: field 'synthetic'")
     return name, params

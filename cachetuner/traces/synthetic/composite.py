@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cachetuner.errors import TraceError
 from cachetuner.traces.base import validate_params
 from cachetuner.traces.synthetic.common import Requests, WorkloadParams
-from cachetuner.traces.synthetic.registry import SYNTHETIC_WORKLOADS, get_workload, register_workload
+from cachetuner.traces.synthetic.registry import get_workload, register_workload
 from cachetuner.traces.trace import Op
 
 
@@ -56,18 +56,14 @@ class ShiftingParams(WorkloadParams):
         for i, ph in enumerate(self.phases):
             if ph.workload == "shifting":
                 raise ValueError(f"phases[{i}]: 'shifting' cannot be nested")
-            if ph.workload not in SYNTHETIC_WORKLOADS:
-                raise ValueError(
-                    f"phases[{i}]: unknown workload {ph.workload!r}; valid: {', '.join(sorted(SYNTHETIC_WORKLOADS))}"
-                )
+            try:
+                w = get_workload(ph.workload, field=f"phases[{i}].workload")
+            except TraceError as e:
+                raise ValueError(str(e)) from None
             fixed = {"n_keys", "n_requests", "rate", "sizes"} & set(ph.params)
             if not fixed:
                 try:
-                    validate_params(
-                        SYNTHETIC_WORKLOADS[ph.workload].params_model,
-                        ph.params,
-                        f"phases[{i}] ({ph.workload})",
-                    )
+                    validate_params(w.params_model, ph.params, f"phases[{i}] ({ph.workload})")
                 except TraceError as e:
                     raise ValueError(str(e)) from None
             if fixed:

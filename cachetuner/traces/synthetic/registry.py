@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cachetuner.errors import TraceError
+from cachetuner.errors import UnknownTraceNameError
+from cachetuner.registry import Registry
 from cachetuner.traces.synthetic.common import Requests, WorkloadParams
 
 Generator = Callable[[WorkloadParams, np.random.Generator], Requests]
@@ -24,25 +25,21 @@ class Workload:
 
 
 #: ``synthetic:NAME`` -> workload.
-SYNTHETIC_WORKLOADS: dict[str, Workload] = {}
+SYNTHETIC_WORKLOADS: Registry[Workload] = Registry("synthetic workload", error=UnknownTraceNameError)
 
 
 def register_workload(name: str, params_model: type[WorkloadParams]) -> Callable[[Generator], Generator]:
     """Decorator: register ``fn(params, rng) -> Requests`` as ``synthetic:name`` (description from its docstring)."""
 
     def deco(fn: Generator) -> Generator:
-        if name in SYNTHETIC_WORKLOADS:
-            raise ValueError(f"synthetic workload {name!r} registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()
-        SYNTHETIC_WORKLOADS[name] = Workload(name, params_model, fn, doc[0] if doc else "")
+        SYNTHETIC_WORKLOADS.add(name, Workload(name, params_model, fn, doc[0] if doc else ""))
         return fn
 
     return deco
 
 
-def get_workload(name: str) -> Workload:
-    try:
-        return SYNTHETIC_WORKLOADS[name]
-    except KeyError:
-        valid = ", ".join(f"synthetic:{n}" for n in sorted(SYNTHETIC_WORKLOADS))
-        raise TraceError(f"unknown synthetic workload {name!r}; valid: {valid}") from None
+def get_workload(name: str, *, field: str | None = None) -> Workload:
+    """The workload ``synthetic:name``; an unknown name raises a one-line ``UnknownTraceNameError``
+    (a ``TraceError``) listing the valid names, prefixed with ``field`` when given."""
+    return SYNTHETIC_WORKLOADS.get(name, field=field)
