@@ -7,7 +7,9 @@ The package is organised by concern; the folder tree is the architecture:
 - ``live``          local stack launcher, live Redis backend, replay load generator, fidelity
 - ``env``           gymnasium environment over any ``CacheBackend``
 - ``agent``         PPO training (stable-baselines3) from YAML experiment configs
-- ``baselines``     static, hindsight and online tuners behind one ``Tuner`` protocol
+- ``control``       every controller (mrc, hindsight references, the trained policy, ...) behind one protocol
+- ``mrc``           full-range miss-ratio curves from miniature simulations
+- ``evaluation``    controllers on identical traffic, suites, MLflow logging
 - ``hotness_model`` LSTM key-popularity model, its dataset and baselines
 - ``serving``       Triton model repository, launcher and client
 - ``daemon``        guarded long-running tuning loop for live Redis

@@ -1,9 +1,8 @@
-"""Turn an :class:`~cachetuner.ab.config.ArmConfig` into a :class:`~cachetuner.baselines.Tuner`.
+"""Turn an :class:`~cachetuner.ab.config.ArmConfig` into a :class:`~cachetuner.control.Controller`.
 
-Arms reuse the tuner registry of :mod:`cachetuner.baselines` (``static-default``, ``hill-climb``,
-``optuna``, ``ppo``, ...). Two arm kinds are specific to A/B runs and live here: a fixed
-configuration (what production runs today, written out in the YAML) and ``current`` (leave the
-cache as it is: in live shadow mode the control is whatever the daemon has applied).
+Arms use the controller registry of :mod:`cachetuner.control` (``static-default``, ``mrc``,
+``ppo``, ``fixed`` for a config written out in the YAML, ``current`` to leave the cache as it is:
+in live shadow mode the control is whatever the daemon has applied).
 """
 
 from __future__ import annotations
@@ -13,43 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cachetuner.ab.config import ArmConfig
-from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
-
-#: Tuners that look into the future by forking the env: impossible on live traffic.
-HINDSIGHT_TUNERS = ("best-static", "oracle")
-#: Arm-only tuner name: keep the configuration the cache already has (the daemon's, in shadow mode).
-CURRENT = "current"
-
-
-class FixedConfig:
-    """Holds one explicit configuration for the whole run (clipped to the env's bounds by ``step_config``)."""
-
-    name = "config"
-
-    def __init__(self, config: RedisConfig) -> None:
-        self.config = config
-
-    def reset(self, env: Any) -> None:
-        return None
-
-    def decide(self, obs: Any, info: dict[str, Any]) -> RedisConfig:
-        return self.config
-
-
-class KeepCurrent:
-    """Never changes anything: the cache keeps whatever configuration it has (set by the daemon or by hand)."""
-
-    name = CURRENT
-
-    def __init__(self) -> None:
-        self.env: Any = None
-
-    def reset(self, env: Any) -> None:
-        self.env = env
-
-    def decide(self, obs: Any, info: dict[str, Any]) -> RedisConfig:
-        return self.env.unwrapped.backend.config
 
 
 def ensure_model(arm: ArmConfig, *, tracking_uri: str | None = None) -> Path | None:
@@ -82,7 +45,7 @@ def model_env_config(arm: ArmConfig) -> Any:
     ``train_config``), or None."""
     if arm.model is None:
         return None
-    from cachetuner.agent.train import CONFIG_SIDECAR
+    from cachetuner.control.learned import CONFIG_SIDECAR
     from cachetuner.env.config import EnvConfig
 
     for candidate in (Path(arm.model).parent / CONFIG_SIDECAR, Path(arm.train_config) if arm.train_config else None):
@@ -92,21 +55,19 @@ def model_env_config(arm: ArmConfig) -> Any:
 
 
 def build_tuner(arm: ArmConfig, *, seed: int = 0, live: bool = False) -> Any:
-    """A tuner for the arm (the model must exist: call :func:`ensure_model` first)."""
-    from cachetuner.baselines import BaselinesConfig, make_tuner
+    """The arm's controller (the model must exist: call :func:`ensure_model` first)."""
+    from cachetuner.control import ControlSettings, is_hindsight, make_controller
     from cachetuner.yamlconfig import validate
 
+    settings = validate(ControlSettings, arm.params, "arm params")
     if arm.config is not None:
-        return FixedConfig(arm.config)
-    settings = validate(BaselinesConfig, arm.params, "arm params")
+        return make_controller("fixed", settings, seed, config=arm.config)
     if arm.model is not None:
-        return make_tuner("ppo", model_path=arm.model, settings=settings, seed=seed)
+        return make_controller("ppo", settings, seed, model=arm.model)
     assert arm.tuner is not None
-    if arm.tuner == CURRENT:
-        return KeepCurrent()
-    if live and arm.tuner in HINDSIGHT_TUNERS:
+    if live and is_hindsight(arm.tuner):
         raise ConfigError(
             f"tuner {arm.tuner!r} needs the future (it forks the env) and cannot run in shadow mode; "
-            "use static-default, hill-climb, optuna, a model or a fixed config"
+            "use static-default, mrc, hill-climb, a model or a fixed config"
         )
-    return make_tuner(arm.tuner, settings=settings, seed=seed)
+    return make_controller(arm.tuner, settings, seed)

@@ -19,6 +19,7 @@ from cachetuner.ab.config import ABConfig, ArmConfig, resolve_env_config
 from cachetuner.ab.result import ABResult, ArmSeries, record_of
 from cachetuner.ab.stats import compare
 from cachetuner.errors import BackendError, ConfigError
+from cachetuner.evaluation.episode import context_from_env
 
 #: Called after every interval with (intervals done, horizon).
 StepFn = Callable[[int, int], None]
@@ -103,11 +104,12 @@ def _lockstep(
 ) -> None:
     obs_c, info_c = env_c.reset(seed=seed, options=options)
     obs_t, info_t = env_t.reset(seed=seed, options=options if paired_check else None)
-    tuner_c.reset(env_c)
-    tuner_t.reset(env_t)
+    hc, ht = bool(getattr(tuner_c, "hindsight", False)), bool(getattr(tuner_t, "hindsight", False))
+    tuner_c.reset(context_from_env(env_c, obs_c, info_c, hindsight=hc))
+    tuner_t.reset(context_from_env(env_t, obs_t, info_t, hindsight=ht))
     for i in range(n):
-        cfg_c = tuner_c.decide(obs_c, info_c)
-        cfg_t = tuner_t.decide(obs_t, info_t)
+        cfg_c = tuner_c.decide(context_from_env(env_c, obs_c, info_c, hindsight=hc))
+        cfg_t = tuner_t.decide(context_from_env(env_t, obs_t, info_t, hindsight=ht))
         obs_c, _, _, trunc_c, info_c = env_c.step_config(cfg_c)
         obs_t, _, _, trunc_t, info_t = env_t.step_config(cfg_t)
         if paired_check and info_c["snapshot"].requests != info_t["snapshot"].requests:

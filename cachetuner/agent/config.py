@@ -1,6 +1,6 @@
 """Typed training configuration, loaded from ``experiments/*.yaml``.
 
-One model per concern (PPO hyperparameters, periodic evaluation, early stopping, baselines), all
+One model per concern (PPO hyperparameters, periodic evaluation, early stopping, controllers), all
 ``extra="forbid"`` so that a misspelt field fails with one line naming the field and the file
 (:func:`cachetuner.yamlconfig.load_model`). The resolved model is what gets logged with every run.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from cachetuner.baselines.settings import BaselinesConfig
+from cachetuner.control.settings import ControlSettings
 from cachetuner.env import EnvConfig
 from cachetuner.yamlconfig import load_model
 
@@ -37,6 +37,9 @@ class PPOParams(BaseModel):
     normalize_advantage: bool = True
     net_arch: list[int] = Field(default_factory=lambda: [64, 64], description="hidden layers of both pi and vf")
     activation: Literal["tanh", "relu"] = "tanh"
+    policy: Literal["mlp", "lstm"] = Field(
+        "mlp", description="mlp: SB3 PPO; lstm: sb3-contrib RecurrentPPO (memory for periodic workloads)"
+    )
 
 
 class EvalSettings(BaseModel):
@@ -85,7 +88,11 @@ class TrainConfig(BaseModel):
     price_features: bool = Field(
         True, description="append the memory cost per get to observations (cachetuner.agent.features)"
     )
-    baselines: BaselinesConfig = Field(default_factory=BaselinesConfig)
+    controllers: ControlSettings = Field(
+        default_factory=ControlSettings,
+        validation_alias=AliasChoices("controllers", "baselines"),
+        description="settings of the non-learned controllers (mrc, hindsight references, ...); `baselines:` is its older name",
+    )
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> TrainConfig:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cachetuner.agent.evaluate import IntervalRecord
 from cachetuner.config import REDIS_POLICIES, SIM_ONLY_POLICIES
+from cachetuner.evaluation.episode import IntervalRecord
 
 _POLICY_ORDER = list(REDIS_POLICIES) + list(SIM_ONLY_POLICIES)
 

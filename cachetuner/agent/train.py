@@ -22,17 +22,10 @@ import yaml
 from rich.console import Console
 
 from cachetuner.agent.config import TrainConfig
+from cachetuner.control.learned import CONFIG_SIDECAR, one_thread
 from cachetuner.env import CacheTuningEnv, EnvConfig
 
-#: The resolved training config saved next to every model; ``cachetuner evaluate`` rebuilds the env from it.
-CONFIG_SIDECAR = "train_config.yaml"
-
-
-def one_thread() -> None:
-    """PPO's small MLPs on 2 cores: one torch thread per process is 10-60x faster than two here."""
-    import torch
-
-    torch.set_num_threads(1)
+__all__ = ["CONFIG_SIDECAR", "TrainResult", "make_env", "one_thread", "train"]
 
 
 class PinnedResets(gym.Wrapper):
@@ -69,7 +62,11 @@ def make_env(env_cfg: EnvConfig, pinned: bool = False, price_features: bool = Tr
 
 
 def env_label(env: gym.Env) -> str:
-    """Registered-id style name for run names: discrete and multi-discrete action spaces differ."""
+    """Registered-id style name for run names: the action space tells the variants apart."""
+    space = getattr(env.unwrapped, "cfg", None)
+    kind = space.actions.space if space is not None else ""
+    if kind == "mrc-offset":
+        return "SimRedisMRC-v0"
     return "SimRedisDiscrete-v0" if isinstance(env.action_space, gym.spaces.Discrete) else "SimRedis-v0"
 
 
@@ -99,11 +96,18 @@ class TrainResult:
 
 def build_model(cfg: TrainConfig, vec_env: Any) -> Any:
     import torch
-    from stable_baselines3 import PPO
 
     p = cfg.ppo
-    return PPO(
-        "MlpPolicy",
+    if p.policy == "lstm":
+        from sb3_contrib import RecurrentPPO as algo
+
+        policy = "MlpLstmPolicy"
+    else:
+        from stable_baselines3 import PPO as algo
+
+        policy = "MlpPolicy"
+    return algo(
+        policy,
         vec_env,
         learning_rate=p.learning_rate,
         n_steps=p.n_steps,
@@ -208,9 +212,7 @@ def train(
             model_path = out_dir / "model.zip"
             best = out_dir / "best_model.zip"
             if best.is_file():
-                from stable_baselines3 import PPO
-
-                model = PPO.load(best, device="cpu")
+                model = type(model).load(best, device="cpu")
             model.save(model_path)
             mlflow.log_artifact(str(model_path), artifact_path="model")
             mlflow.set_tag("model_path", str(model_path.resolve()))
@@ -230,18 +232,20 @@ def train(
 
 
 def _log_reference_rewards(eval_cfg: EnvConfig, cfg: TrainConfig) -> None:
-    """``eval.reference.<tuner>``: what static-default and hill-climb score on the evaluation episodes, on
+    """``eval.reference.<tuner>``: what static-default and mrc score on the evaluation episodes, on
     the same scale as SB3's ``eval/mean_reward`` (episode reward summed, averaged over the workloads),
     so that a learning curve can be read against them."""
     import mlflow
 
-    from cachetuner.agent.evaluate import evaluate_tuners
-    from cachetuner.baselines import build_tuners
+    from cachetuner.control import build_controllers
+    from cachetuner.evaluation import evaluate_controllers
 
-    for name in ("static-default", "hill-climb"):
+    for name in ("static-default", "mrc"):
         totals = []
         for w in range(len(eval_cfg.workloads)):
-            rep = evaluate_tuners(eval_cfg, build_tuners([name], cfg.baselines, seed=cfg.seed), seed=cfg.seed, workload=w)
+            rep = evaluate_controllers(
+                eval_cfg, build_controllers([name], cfg.controllers, seed=cfg.seed), seed=cfg.seed, workload=w
+            )
             totals.append(sum(r.reward for r in rep.results[name].records))
         mlflow.log_metric(f"eval.reference.{name}", float(np.mean(totals)), step=0)
 
@@ -251,17 +255,15 @@ def _log_final_episode(model_path: Path, eval_cfg: EnvConfig, cfg: TrainConfig, 
     evaluation workload: summary metrics plus the hit-ratio / memory / policy / cost plots."""
     import mlflow
 
-    from cachetuner.agent.evaluate import evaluate_tuners
     from cachetuner.agent.plots import episode_figures
-    from cachetuner.baselines import make_tuner
+    from cachetuner.control import build_controllers
+    from cachetuner.evaluation import evaluate_controllers
     from cachetuner.tracking import log_figure_png
 
-    tuners = {
-        "ppo": make_tuner("ppo", model_path=model_path),
-        "static-default": make_tuner("static-default", settings=cfg.baselines),
-    }
-    report = evaluate_tuners(eval_cfg, tuners, seed=cfg.seed, workload=0)
-    metrics = {f"final_eval.{t}.{k}": float(v) for t, r in report.results.items() for k, v in r.summary.items()}
+    controllers = build_controllers(["ppo", "mrc", "static-default"], cfg.controllers, seed=cfg.seed, model=model_path)
+    report = evaluate_controllers(eval_cfg, controllers, seed=cfg.seed, workload=0)
+    metrics = {f"final_eval.{t}.{k}": float(v) for t, r in report.results.items() for k, v in r.summary.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)}
     mlflow.log_metrics(metrics)
     for key, fig in episode_figures({k: r.records for k, r in report.results.items()}, title=label).items():
         log_figure_png(fig, f"eval_{key}")

@@ -42,7 +42,8 @@ def demo_cmd(
     """Train the quickstart policy, evaluate it against every baseline on held-out traffic, print the tables."""
     from cachetuner.agent.config import TrainConfig
     from cachetuner.agent.train import CONFIG_SIDECAR, train
-    from cachetuner.cli.train_cmds import print_evaluation, run_evaluation
+    from cachetuner.cli.train_cmds import print_evaluation
+    from cachetuner.reports.evaluate import run_evaluation
     from cachetuner.tracking import default_tracking_uri
 
     summary: dict[str, Any] = {"config": str(config)}
@@ -75,7 +76,8 @@ def demo_cmd(
     for i, (label, trace, kwargs) in enumerate(HELD_OUT, start=1):
         console.rule(f"[bold]2/2 evaluation {i}/{len(HELD_OUT)}: {label} (held out)")
         result, report = run_evaluation(
-            model=model, trace=trace, config=config, tracking_uri=tracking_uri, intervals=intervals, **kwargs
+            model=model, trace=trace, config=config, tracking_uri=tracking_uri, intervals=intervals,
+            console=console, **kwargs
         )
         evaluations[label] = result
         if not json_out:

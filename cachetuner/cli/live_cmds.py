@@ -243,7 +243,10 @@ def fidelity_cmd(
 
 @app.command("live-eval")
 def live_eval_cmd(
-    model: Annotated[Path, typer.Option("--model", help="SB3 PPO model .zip trained on the default env config.")],
+    model: Annotated[
+        str | None, typer.Option("--model", help="trained policy for --controller ppo: model.zip, default, or runs:/<id>/model")
+    ] = None,
+    controller: Annotated[str, typer.Option("--controller", help="registered controller (ppo, mrc, static-default, ...)")] = "ppo",
     trace: Annotated[str, typer.Option("--trace", help="Trace the background replayer loops over.")] = DEFAULT_TRACE,
     format: FormatOpt = "auto",
     size_model: SizeModelOpt = None,
@@ -256,13 +259,11 @@ def live_eval_cmd(
     config: Annotated[Path | None, typer.Option("--config", help="Training config of the model (default: train_config.yaml next to it).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """A short PPO evaluation episode on a live Redis (starts a local stack unless URLs are given)."""
+    """A short evaluation episode of a controller on a live Redis (starts a local stack unless URLs are given)."""
     from cachetuner.live.live_eval import live_eval
 
     if bool(redis) != bool(prometheus):
         raise ConfigError("--redis and --prometheus go together (or give neither to start a local stack)")
-    if not model.is_file():
-        raise ConfigError(f"--model {model}: file not found")
     tr = load_trace_from_options(trace, format, size_model)
 
     def show(row: dict) -> None:
@@ -273,13 +274,14 @@ def live_eval_cmd(
         )
 
     res = live_eval(
-        str(model), tr, intervals=intervals, interval_s=interval_s, rate=rate, redis_url=redis, prometheus_url=prometheus,
+        model, tr, intervals=intervals, interval_s=interval_s, rate=rate, redis_url=redis, prometheus_url=prometheus,
         stack_dir=str(stack_dir) if stack_dir else None, on_row=show, config_path=str(config) if config else None,
+        controller=controller,
     )  # fmt: skip
     if json_out:
         emit_json(res)
         return
-    table = Table(title=f"live eval {model.name} on {res['trace']}")
+    table = Table(title=f"live eval {controller}{' ' + str(model) if model else ''} on {res['trace']}")
     for col in ("#", "policy", "maxmemory MiB", "HR", "requests", "evictions", "p95 ms", "reward", "stale"):
         table.add_column(col, justify="right")
     for r in res["rows"]:

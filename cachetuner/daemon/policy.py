@@ -1,36 +1,45 @@
-"""The daemon's ``Policy`` protocol and its name registry.
+"""The daemon's decider: one registered controller per target, fed from a mirror env.
 
-A daemon policy sees one target's fresh metrics snapshot and current config and proposes the next
-config; it never applies anything (the runner does, after the guardrails). Implementations:
+The daemon must stay the only thing that touches Redis, yet a controller must decide from exactly the
+context it would get in evaluation (same observation pipeline for a trained policy, same miss-ratio
+curves for ``mrc``). So each target gets its own :class:`~cachetuner.env.CacheTuningEnv` over a
+:class:`MirrorBackend`: a backend that *replays* what the daemon observed (the real snapshot, the real
+config, the real sampled request stream) and whose ``apply`` changes nothing. Every interval the
+daemon pushes the fresh snapshot, steps the mirror env with the config in force, builds the
+:class:`~cachetuner.control.DecisionContext` from it and asks the controller; the proposal then goes
+through the guardrails. Hindsight controllers (they need the future) are refused.
 
-* ``ppo``: a trained stable-baselines3 model; observations are built by the training env itself
-  (:class:`~cachetuner.daemon.envpolicy.EnvPolicy`), so they match training exactly.
-* every baseline registered in :mod:`cachetuner.baselines` (``static``, ``hill-climb``, ...), driven
-  through the same env adapter.
-* ``hold``: never proposes a change (observe-only deployments).
-* ``random``: deliberately adversarial — proposes random sizes, policies and timeouts far outside
-  any sane bounds. Used by ``cachetuner chaos`` and the tests to prove the guardrails hold.
+Approximation: the env's maxmemory bounds (the observation's ``maxmemory_position``, the action
+decoder's clipping, the curves' span) are the target's daemon bounds, not the training workload's
+working-set fractions; train with absolute ``env.bounds`` equal to the deployment bounds for an exact
+match.
 """
 
 from __future__ import annotations
 
-import math
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-
-from cachetuner.backend import CacheBackend
-from cachetuner.config import REDIS_POLICIES, RedisConfig
-from cachetuner.daemon.config import DaemonConfig, TargetConfig
+from cachetuner.backend import ApplyResult, CacheBackend, RequestSample
+from cachetuner.config import RedisConfig
+from cachetuner.control import Controller, ControlSettings, controller_names, is_hindsight, make_controller
+from cachetuner.control.learned import load_policy
+from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
+from cachetuner.env import CacheTuningEnv, EnvConfig
 from cachetuner.errors import ConfigError
+from cachetuner.evaluation.episode import context_from_env
 from cachetuner.metrics import MetricsSnapshot
+from cachetuner.yamlconfig import validate
+
+log = logging.getLogger("cachetuner.daemon")
 
 
 @dataclass
 class PolicyInput:
-    """What a policy may look at: one fresh interval of one target."""
+    """What the daemon hands its decider: one fresh interval of one target."""
 
     target: str
     snapshot: MetricsSnapshot
@@ -39,125 +48,161 @@ class PolicyInput:
 
 @runtime_checkable
 class Policy(Protocol):
+    """The runner's view of a decider (see :class:`ControllerPolicy`)."""
+
     name: str
 
-    def decide(self, obs: PolicyInput) -> RedisConfig:
-        """The config to run next (before guardrails)."""
-        ...
+    def decide(self, obs: PolicyInput) -> RedisConfig: ...
 
     def close(self) -> None: ...
 
 
 #: ``backend()`` returns the target's backend once it exists (None while Redis is unreachable).
 BackendRef = Callable[[], "CacheBackend | None"]
-PolicyFactory = Callable[[DaemonConfig, TargetConfig, BackendRef], Policy]
-_REGISTRY: dict[str, PolicyFactory] = {}
 
 
-def register_policy(name: str) -> Callable[[PolicyFactory], PolicyFactory]:
-    def deco(f: PolicyFactory) -> PolicyFactory:
-        if name in _REGISTRY:
-            raise ValueError(f"daemon policy {name!r} registered twice")
-        _REGISTRY[name] = f
-        return f
+class MirrorBackend:
+    """A read-only CacheBackend view of what the daemon observed on the real target."""
 
-    return deco
+    def __init__(self, real: BackendRef, bounds: tuple[int, int], interval_s: float) -> None:
+        self.real = real
+        self.bounds = bounds
+        self.interval_s = interval_s
+        self._config = RedisConfig()
+        self._snap = MetricsSnapshot(interval_s=interval_s)
 
+    def push(self, snap: MetricsSnapshot, current: RedisConfig) -> None:
+        self._snap, self._config = snap, current
 
-def _baseline_names() -> list[str]:
-    try:
-        import cachetuner.baselines as b  # registers the tuners on import
-        from cachetuner.baselines.base import tuner_names
+    @property
+    def config(self) -> RedisConfig:
+        return self._config
 
-        _ = b
-        return tuner_names()
-    except ImportError:
-        return []
+    def reset(self, *, seed: int | None = None) -> MetricsSnapshot:
+        return self._snap
+
+    def apply(self, config: RedisConfig) -> ApplyResult:
+        """Never touches the target: the config in force stays what the daemon observed."""
+        return ApplyResult(ok=True, requested=config, applied=self._config)
+
+    def step(self) -> MetricsSnapshot:
+        return self._snap
+
+    def recent_requests(self) -> RequestSample:
+        real = self.real()
+        if real is None:
+            return RequestSample()
+        try:
+            return real.recent_requests()
+        except Exception:  # noqa: BLE001 (no sample: the estimates simply do not move)
+            return RequestSample()
+
+    @property
+    def exhausted(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
 
 
 def policy_names() -> list[str]:
-    return list(_REGISTRY) + [n for n in _baseline_names() if n not in _REGISTRY]
+    """Controllers the daemon can run (every registered one that does not need the future)."""
+    return controller_names(deployable=True)
 
 
-def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
-    """The policy named ``cfg.policy.name`` for ``target``; unknown names list the valid ones."""
-    name = cfg.policy.name
-    if name in _REGISTRY:
-        return _REGISTRY[name](cfg, target, backend)
-    if name in _baseline_names():
-        from cachetuner.daemon.envpolicy import EnvPolicy
-
-        return EnvPolicy.for_tuner(cfg, target, backend)
-    raise ConfigError(f"policy.name: unknown policy {name!r}; valid policies: {', '.join(policy_names())}")
-
-
-class HoldPolicy:
-    name = "hold"
-
-    def decide(self, obs: PolicyInput) -> RedisConfig:
-        return obs.current
-
-    def close(self) -> None:
-        pass
-
-
-class RandomPolicy:
-    """Adversarial proposals: maxmemory x e^U(-spread, spread) (and sometimes 0 = unlimited or 1 byte),
-    any of ``policies`` (default: all eight), any of ``timeouts`` (default: several outside any sane list)."""
-
-    name = "random"
+class ControllerPolicy:
+    """A registered controller over a mirror env of one target."""
 
     def __init__(
         self,
-        seed: int = 0,
-        spread: float = 2.5,
-        p_extreme: float = 0.15,
-        policies: list[str] | None = None,
-        timeouts: list[int] | None = None,
+        name: str,
+        controller: Controller,
+        env_cfg: EnvConfig,
+        target: TargetConfig,
+        backend: BackendRef,
+        seed: int,
+        interval_s: float,
+        hotness: HotnessConfig | None = None,
     ) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.spread = spread
-        self.p_extreme = p_extreme
-        self.policies = list(policies or REDIS_POLICIES)
-        self.timeouts = list(timeouts or [0, 1, 30, 300, 86400])
+        self.name = name
+        self.controller = controller
+        env_cfg = env_cfg.model_copy(update={"warmup_intervals": 0, "episode_intervals": None})
+        self.mirror = MirrorBackend(backend, (target.bounds.maxmemory_min, target.bounds.maxmemory_max), interval_s)
+        self.env = CacheTuningEnv(env_cfg, backend=self.mirror)  # type: ignore[arg-type]
+        self.hot: Any = None
+        if hotness is not None and hotness.enabled:
+            from cachetuner.hotness_model.features import HotnessFeatures
+
+            self.hot = HotnessFeatures(self.env, make_hotness_predictor(hotness), **hotness.options)
+        self.seed = seed
+        self._started = False
+        #: extra figures of the last decision for the audit log (hotness features and their backend)
+        self.last_info: dict[str, Any] = {}
 
     def decide(self, obs: PolicyInput) -> RedisConfig:
-        cur = obs.current
-        base = cur.maxmemory if cur.maxmemory > 0 else 64 * 1024 * 1024
-        r = self.rng.random()
-        if r < self.p_extreme / 2:
-            mm = 0
-        elif r < self.p_extreme:
-            mm = int(self.rng.choice([1, 1 << 40]))
-        else:
-            mm = max(1, int(base * math.exp(self.rng.uniform(-self.spread, self.spread))))
-        return cur.evolve(
-            maxmemory=mm,
-            maxmemory_policy=str(self.rng.choice(self.policies)),
-            timeout=int(self.rng.choice(self.timeouts)),
-        )
+        self.mirror.push(obs.snapshot, obs.current)
+        if not self._started:
+            outer = self.hot if self.hot is not None else self.env
+            o, info = outer.reset(seed=self.seed)
+            self.controller.reset(context_from_env(self.env, o, info))
+            self._started = True
+        o, _r, _term, _trunc, info = self.env.step_config(obs.current)
+        if self.hot is not None:
+            # HotnessFeatures extends observations in step(); the daemon steps by config, so the
+            # wrapper's extension is applied to the step_config result here.
+            o = self.hot._extend(o, info)
+            self.last_info = {"hotness": {**info.get("hotness", {}), "backend": self.hot.predictor.backend}}
+        return self.controller.decide(context_from_env(self.env, o, info))
 
     def close(self) -> None:
-        pass
+        if self.hot is not None:
+            self.hot.predictor.close()
+        self.env.close()
 
 
-@register_policy("hold")
-def _hold(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
-    return HoldPolicy()
+def load_env_config(cfg: DaemonConfig) -> EnvConfig:
+    """The env config the decider observes through: ``policy.env_config`` (a YAML's ``env_section``),
+    else defaults."""
+    if cfg.policy.env_config:
+        return EnvConfig.from_yaml(cfg.policy.env_config, key=cfg.policy.env_section)
+    return EnvConfig()
 
 
-@register_policy("random")
-def _random(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
-    params: dict[str, Any] = dict(cfg.policy.params)
-    seed = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
-    try:
-        return RandomPolicy(seed=seed, **params)
-    except TypeError as e:
-        raise ConfigError(f"policy.params: {e}") from None
+def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
+    """The decider named ``cfg.policy.name`` for ``target``; unknown names list the valid ones."""
+    name = cfg.policy.name
+    if name not in controller_names():
+        raise ConfigError(f"policy.name: unknown controller {name!r}; valid: {', '.join(policy_names())}")
+    if is_hindsight(name):
+        raise ConfigError(f"policy.name: {name!r} needs the future (hindsight reference); it cannot run on a live target")
+    params = dict(cfg.policy.params)
+    settings = validate(ControlSettings, params.pop("settings", {}), "policy.params.settings")
+    env_cfg = load_env_config(cfg)
+    if name == "ppo":
+        if not cfg.policy.model:
+            raise ConfigError("policy.model: ppo needs a model (a model.zip path, default, or runs:/<id>/model)")
+        artifact = load_policy(cfg.policy.model, config=cfg.policy.env_config, cache_dir=Path(cfg.state_dir),
+                               tracking_uri=cfg.tracking.tracking_uri)
+        params["model"] = artifact
+        env_cfg = artifact.env_config
+    if name == "random":
+        params["seed"] = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
+        seed = params.pop("seed")
+    else:
+        seed = cfg.policy.seed
+    controller = make_controller(name, settings, seed, **params)
+    return ControllerPolicy(name, controller, env_cfg, target, backend, cfg.policy.seed, cfg.interval_s, cfg.hotness)
 
 
-@register_policy("ppo")
-def _ppo(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
-    from cachetuner.daemon.envpolicy import EnvPolicy
+def make_hotness_predictor(h: HotnessConfig) -> Any:
+    """Triton with the in-process fallback (or in-process only without ``triton_url``)."""
+    from cachetuner.serving.client import FallbackPredictor, InProcessPredictor, TritonPredictor
 
-    return EnvPolicy.for_ppo(cfg, target, backend)
+    assert h.model_path is not None
+    if not Path(h.model_path).is_file():
+        raise ConfigError(f"hotness.model_path: {h.model_path} not found (a model.pt from cachetuner hotness train)")
+    local = InProcessPredictor(h.model_path, device="cpu")
+    if not h.triton_url:
+        return local
+    remote = TritonPredictor(h.triton_url, protocol=h.protocol, timeout_s=h.timeout_s, retries=0, seq_len=local.seq_len)
+    return FallbackPredictor(remote, local, retry_after_s=h.retry_after_s)

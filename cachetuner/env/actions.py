@@ -15,7 +15,7 @@ from gymnasium import spaces
 
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import DISCRETE12_POLICIES, ActionConfig
-from cachetuner.errors import ConfigError
+from cachetuner.registry import Registry
 
 
 class ActionCodec(Protocol):
@@ -23,7 +23,11 @@ class ActionCodec(Protocol):
 
     space: spaces.Space
 
-    def decode(self, action: Any, current: RedisConfig, bounds: tuple[int, int]) -> RedisConfig: ...
+    def decode(
+        self, action: Any, current: RedisConfig, bounds: tuple[int, int], anchor: RedisConfig | None = None
+    ) -> RedisConfig:
+        """``anchor``: the MRC-optimal config of the last interval (``mrc-offset`` moves relative to it)."""
+        ...
 
     def describe(self) -> str:
         """One line for docs and logs."""
@@ -74,7 +78,9 @@ class MultiDiscreteCodec:
                 self._choices.append((field, list(values)))
         self.space = spaces.MultiDiscrete([len(v) for _, v in self._choices], dtype=np.int64)
 
-    def decode(self, action: Any, current: RedisConfig, bounds: tuple[int, int]) -> RedisConfig:
+    def decode(
+        self, action: Any, current: RedisConfig, bounds: tuple[int, int], anchor: RedisConfig | None = None
+    ) -> RedisConfig:
         arr = _check(self.space, action)
         changes: dict[str, Any] = {}
         for (field, values), i in zip(self._choices, arr.tolist(), strict=True):
@@ -98,7 +104,9 @@ class Discrete12Codec:
         self.policies = DISCRETE12_POLICIES
         self.space = spaces.Discrete(len(self.moves) * len(self.policies))
 
-    def decode(self, action: Any, current: RedisConfig, bounds: tuple[int, int]) -> RedisConfig:
+    def decode(
+        self, action: Any, current: RedisConfig, bounds: tuple[int, int], anchor: RedisConfig | None = None
+    ) -> RedisConfig:
         a = int(_check(self.space, action))
         move, policy = divmod(a, len(self.policies))
         return current.evolve(
@@ -110,11 +118,41 @@ class Discrete12Codec:
         return f"Discrete(12) = 3 moves {self.moves} x 4 policies {list(self.policies)}"
 
 
+class MRCOffsetCodec:
+    """``Discrete(1 + len(mrc_offsets))``: 0 keeps the config in force; ``k`` runs the MRC optimum's
+    policy at its size times ``offset_factor ** mrc_offsets[k-1]`` (clipped to the bounds).
+
+    Why: the miss-ratio curves already say where the cost bottoms out; the policy's job is the part a
+    formula does badly — when to move (hold through a transient, wait for the curve to settle) and how
+    far to trust a noisy optimum — and it can jump straight to a far optimum and stay there. Without an
+    optimum yet (curves not ready) every action keeps the current config.
+    """
+
+    def __init__(self, cfg: ActionConfig) -> None:
+        self.cfg = cfg
+        self.offsets = list(cfg.mrc_offsets)
+        self.space = spaces.Discrete(1 + len(self.offsets))
+
+    def decode(
+        self, action: Any, current: RedisConfig, bounds: tuple[int, int], anchor: RedisConfig | None = None
+    ) -> RedisConfig:
+        a = int(_check(self.space, action))
+        if a == 0 or anchor is None:
+            return current
+        lo, hi = bounds
+        size = anchor.maxmemory * self.cfg.offset_factor ** self.offsets[a - 1]
+        return current.evolve(maxmemory=int(min(max(round(size), lo), hi)), maxmemory_policy=anchor.maxmemory_policy)
+
+    def describe(self) -> str:
+        return f"Discrete({self.space.n}) = keep | MRC optimum x {self.cfg.offset_factor}^{self.offsets}"
+
+
 #: ``EnvConfig.actions.space`` name -> codec class.
-ACTION_SPACES: dict[str, type] = {"multidiscrete": MultiDiscreteCodec, "discrete12": Discrete12Codec}
+ACTION_SPACES: Registry[type] = Registry("action space", "env.actions.space")
+ACTION_SPACES.add("multidiscrete", MultiDiscreteCodec)
+ACTION_SPACES.add("discrete12", Discrete12Codec)
+ACTION_SPACES.add("mrc-offset", MRCOffsetCodec)
 
 
 def make_action_codec(cfg: ActionConfig) -> ActionCodec:
-    if cfg.space not in ACTION_SPACES:
-        raise ConfigError(f"env.actions.space: unknown {cfg.space!r}; valid: {', '.join(ACTION_SPACES)}")
-    return ACTION_SPACES[cfg.space](cfg)
+    return ACTION_SPACES.get(cfg.space)(cfg)

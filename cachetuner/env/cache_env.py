@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -11,11 +12,16 @@ from cachetuner.backend import CacheBackend
 from cachetuner.config import RedisConfig
 from cachetuner.env.actions import clip_config, make_action_codec
 from cachetuner.env.config import EnvConfig
+from cachetuner.env.mrc_features import mrc_feature_names, mrc_features
 from cachetuner.env.observation import ObservationBuilder
 from cachetuner.env.reward import get_reward_fn, interval_cost
 from cachetuner.env.whatif import MIRROR, WhatIfEstimator, whatif_label
 from cachetuner.errors import BackendError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
+from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
+from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.mrc.estimator import MRCEstimator, fixed_bytes
+from cachetuner.space import ConfigSpace
 
 
 class CacheTuningEnv(gym.Env):
@@ -124,9 +130,14 @@ class CacheTuningEnv(gym.Env):
             labels = [whatif_label(p, f) for p in cfg.whatif.policies for f in cfg.whatif.sizes]
             if cfg.whatif.mirror:
                 labels.append(whatif_label(MIRROR, 1.0))
-        self._obs = ObservationBuilder(cfg, labels)
+        self._obs = ObservationBuilder(cfg, labels, mrc_feature_names(cfg) if cfg.observation.mrc_features else [])
         self.observation_space = self._obs.space
         self.whatif: WhatIfEstimator | None = None
+        self.mrc: MRCEstimator | None = None
+        self._cost_curve: CostCurve | None = None
+        self._anchor: RedisConfig | None = None
+        self._gets_ewma: float | None = None
+        self._reward_cfg = cfg.reward
         self._prev: MetricsSnapshot | None = None
         self._bounds: tuple[int, int] | None = None
         self._steps = 0
@@ -151,6 +162,49 @@ class CacheTuningEnv(gym.Env):
         if self.cfg.actions.space == "discrete12":
             return [self.backend.config.timeout]
         return list(self.cfg.actions.timeouts)
+
+    @property
+    def space(self) -> ConfigSpace:
+        """What a controller may choose from this episode: the bounds and the action space's choices."""
+        lo, hi = self.bounds
+        return ConfigSpace(int(lo), int(hi), tuple(self.action_policies), tuple(int(t) for t in self.action_timeouts))
+
+    @property
+    def prices(self) -> Prices:
+        """This episode's prices (the reward's, with the episode's randomised memory factor)."""
+        rw = self._reward_cfg
+        lat = self.cfg.sim.latency
+        budget = self.cfg.prices.budget_bytes if self.cfg.prices is not None else None
+        return Prices(
+            memory_per_gib_hour=rw.memory_cost_per_gb_hour, miss=rw.miss_cost, slo_penalty=rw.slo_penalty,
+            switch=rw.switch_cost, interval_s=self.cfg.interval_s, slo_p95_ms=self.cfg.slo_p95_ms,
+            miss_latency_ms=lat.miss_ms + 2 * lat.network_ms, miss_sigma=lat.miss_sigma,
+            hit_latency_ms=lat.network_ms + lat.l1_hit_ms, budget_bytes=budget,
+        )
+
+    @property
+    def curves(self) -> MissRatioCurves | None:
+        """The windowed miss-ratio curves after the last interval (``None`` without ``mrc.enabled``)."""
+        return self.mrc.curves() if self.mrc is not None else None
+
+    @property
+    def anchor(self) -> RedisConfig | None:
+        """The config the cost curve says is cheapest now (``None`` until the curves are ready)."""
+        return self._anchor
+
+    def fork(self) -> CacheTuningEnv:
+        """An independent copy in the current state, simulator included: the hindsight controllers'
+        window into the future. Only simulated backends can be forked. The fork shares the immutable
+        traces and has no estimators (they feed observations only, never the cost)."""
+        clone = getattr(self.backend, "clone", None)
+        if clone is None:
+            raise BackendError("hindsight controllers (best-static, oracle, dp-hindsight) need a simulated backend")
+        new = copy.copy(self)
+        new.backend = clone()
+        new.whatif = None
+        new.mrc = None
+        new._obs = copy.deepcopy(self._obs)
+        return new
 
     @property
     def observation_names(self) -> list[str]:
@@ -190,6 +244,9 @@ class CacheTuningEnv(gym.Env):
                 sim_params=getattr(self.backend, "params", None),
                 seed=bseed,
             )
+        self._reward_cfg = self._episode_reward(bseed)
+        self.mrc = self._make_mrc(config, bseed) if self.cfg.mrc.enabled else None
+        self._cost_curve, self._anchor, self._gets_ewma = None, None, None
         self._obs.reset(getattr(self.backend, "rate_reference", None))
         snap = MetricsSnapshot(interval_s=self.backend.interval_s, maxmemory=config.maxmemory, config=config)
         for _ in range(self.cfg.warmup_intervals):
@@ -204,7 +261,7 @@ class CacheTuningEnv(gym.Env):
         self._prev = snap
         self._steps = 0
         self._done = False
-        cost = interval_cost(snap, changed=False, cfg=self.cfg.reward, slo_p95_ms=self.cfg.slo_p95_ms)
+        cost = interval_cost(snap, changed=False, cfg=self._reward_cfg, slo_p95_ms=self.cfg.slo_p95_ms)
         return self._observe(snap, config), self._info(snap, cost, config)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -217,7 +274,7 @@ class CacheTuningEnv(gym.Env):
 
     def decode_action(self, action: Any) -> RedisConfig:
         """The bounded, validated config an action stands for, relative to the current config."""
-        return self._codec.decode(action, self.backend.config, self.bounds)
+        return self._codec.decode(action, self.backend.config, self.bounds, self._anchor)
 
     def render(self) -> None:
         return None
@@ -232,10 +289,17 @@ class CacheTuningEnv(gym.Env):
 
     def _advance(self) -> MetricsSnapshot:
         snap = self.backend.step()
+        sample = None
         if self.whatif is not None:
             sample = self.backend.recent_requests()
             # A pre-sampled (live) stream needs the interval's GET count for SHARDS-adj.
             self.whatif.update(sample, total_gets=snap.gets if sample.rate < 1.0 else None)
+        if self.mrc is not None:
+            sample = sample if self.whatif is not None else self.backend.recent_requests()
+            live = sample.rate < 1.0
+            self.mrc.update(sample, total_gets=snap.gets if live else None,
+                            total_get_bytes=snap.byte_requests if live else None)
+            self._update_anchor(snap)
         return snap
 
     def _step_with(self, config: RedisConfig) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -250,8 +314,8 @@ class CacheTuningEnv(gym.Env):
         in_force = self.backend.config
         changed = in_force != before
         snap = self._advance()
-        cost = interval_cost(snap, changed=changed, cfg=self.cfg.reward, slo_p95_ms=self.cfg.slo_p95_ms)
-        reward = self._reward_fn(cost, snap, self._prev, self.cfg.reward)
+        cost = interval_cost(snap, changed=changed, cfg=self._reward_cfg, slo_p95_ms=self.cfg.slo_p95_ms)
+        reward = self._reward_fn(cost, snap, self._prev, self._reward_cfg)
         self._prev = snap
         self._steps += 1
         limit = self.cfg.max_episode_steps
@@ -264,7 +328,48 @@ class CacheTuningEnv(gym.Env):
 
     def _observe(self, snap: MetricsSnapshot, config: RedisConfig) -> np.ndarray:
         est = self.whatif.last if self.whatif is not None else None
-        return self._obs.build(snap, config, self.bounds, est)
+        extra = mrc_features(self, config) if self.cfg.observation.mrc_features else None
+        return self._obs.build(snap, config, self.bounds, est, extra)
+
+    def _episode_reward(self, seed: int) -> Any:
+        """The reward config of this episode: the memory price times a log-uniform factor when
+        ``prices.randomize_memory`` is set (training-time domain randomisation)."""
+        p = self.cfg.prices
+        if p is None or p.randomize_memory is None:
+            return self.cfg.reward
+        lo, hi = p.randomize_memory
+        f = float(np.exp(np.random.default_rng(seed + 17).uniform(np.log(lo), np.log(hi))))
+        return self.cfg.reward.model_copy(update={"memory_cost_per_gb_hour": self.cfg.reward.memory_cost_per_gb_hour * f})
+
+    def _make_mrc(self, config: RedisConfig, seed: int) -> MRCEstimator:
+        trace = getattr(self.backend, "trace", None)
+        params = getattr(self.backend, "params", None) or self.cfg.sim
+        n_keys = getattr(trace, "n_keys", None)
+        ws = getattr(self.backend, "working_set", None)
+        obj = (ws - fixed_bytes(params)) / n_keys if (ws and n_keys) else None
+        kb = getattr(trace, "key_bytes", None)
+        rate = getattr(self.backend, "rate_reference", None)
+        return MRCEstimator(
+            self.cfg.mrc, self.bounds, n_keys_hint=n_keys, mean_object_bytes=obj,
+            requests_per_interval=rate * self.cfg.interval_s if rate else None,
+            key_bytes=int(round(float(np.mean(kb)))) if kb is not None and len(kb) else None,
+            read_only=bool(getattr(trace, "read_only", True)), sim_params=params, base_config=config, seed=seed,
+        )
+
+    def _update_anchor(self, snap: MetricsSnapshot) -> None:
+        """The cheapest (size, policy) on the current cost curve: what ``mrc-offset`` actions and the
+        MRC observation features are relative to."""
+        assert self.mrc is not None
+        g = float(snap.gets)
+        self._gets_ewma = g if self._gets_ewma is None else 0.5 * self._gets_ewma + 0.5 * g
+        curves = self.mrc.curves()
+        if not self._gets_ewma or not curves.ready(1.0):
+            return
+        policies = [p for p in curves.policies if p in self.action_policies] or curves.policies
+        self._cost_curve = cost_curve(curves, self.prices, self._gets_ewma, self.bounds, policies=policies)
+        if self._cost_curve.cost:
+            self._anchor = self.backend.config.evolve(
+                maxmemory=self._cost_curve.best_size, maxmemory_policy=self._cost_curve.best_policy)
 
     def _info(self, snap: MetricsSnapshot, cost: dict[str, float], config: RedisConfig) -> dict[str, Any]:
         return {
@@ -274,4 +379,5 @@ class CacheTuningEnv(gym.Env):
             "whatif": self.whatif.last if self.whatif is not None else {},
             "workload": self.workload,
             "step": self._steps,
+            "anchor": self._anchor,
         }

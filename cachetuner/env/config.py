@@ -12,7 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cachetuner.config import REDIS_POLICIES, Policy, RedisConfig
+from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import ConfigError
+from cachetuner.mrc.config import MRCConfig
 from cachetuner.sim.params import SimParams
 from cachetuner.yamlconfig import format_validation_error, load_yaml
 
@@ -111,7 +113,7 @@ class ActionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    space: Literal["multidiscrete", "discrete12"] = "multidiscrete"
+    space: Literal["multidiscrete", "discrete12", "mrc-offset"] = "multidiscrete"
     memory_steps: list[float] = Field(
         default_factory=lambda: [-0.3, -0.1, 0.0, 0.1, 0.3],
         min_length=1,
@@ -123,6 +125,12 @@ class ActionConfig(BaseModel):
     lfu_log_factors: list[int] | None = Field(None, description="lfu-log-factor choices; None = not tuned")
     lfu_decay_times: list[int] | None = Field(None, description="lfu-decay-time choices (minutes); None = not tuned")
     discrete_step: float = Field(0.25, gt=0, lt=1, description="discrete12: relative size of a down/up move")
+    mrc_offsets: list[int] = Field(
+        default_factory=lambda: [-2, -1, 0, 1, 2],
+        min_length=1,
+        description="mrc-offset: size offsets from the MRC optimum, in steps of offset_factor (plus 'keep')",
+    )
+    offset_factor: float = Field(1.25, gt=1, description="mrc-offset: one offset step, as a size factor")
 
     @model_validator(mode="after")
     def _check(self) -> ActionConfig:
@@ -174,6 +182,10 @@ class ObservationConfig(BaseModel):
     rate_log_base: float = Field(16.0, gt=1, description="rate feature = log(rate/ref)/log(base), clipped to [-1, 1]")
     volatility_window: int = Field(5, ge=2, description="intervals in the request-rate volatility (std/mean)")
     clients_reference: float = Field(50.0, gt=0, description="clients feature = c / (c + reference)")
+    mrc_features: bool = Field(
+        False, description="append the predicted cost curve and the MRC optimum (needs env.mrc.enabled)"
+    )
+    mrc_curve_points: int = Field(8, ge=2, le=32, description="cost-curve samples in the observation")
 
 
 class WhatIfConfig(BaseModel):
@@ -217,6 +229,10 @@ class EnvConfig(BaseModel):
     reward: RewardConfig = Field(default_factory=RewardConfig)
     observation: ObservationConfig = Field(default_factory=ObservationConfig)
     whatif: WhatIfConfig = Field(default_factory=WhatIfConfig)
+    mrc: MRCConfig = Field(default_factory=MRCConfig, description="full-range miss-ratio curves (cachetuner.mrc)")
+    prices: PricesConfig | None = Field(
+        None, description="prices in dollars (presets list/scaled/cheap-backend/budget); set, they override reward's"
+    )
     sim: SimParams = Field(
         default_factory=SimParams,
         description="simulator world model; its cost section is overridden by `reward` (one source of truth)",
@@ -224,6 +240,27 @@ class EnvConfig(BaseModel):
     max_episode_steps: int | None = Field(
         None, ge=1, description="truncate after this many steps even if the window goes on; None = at the window end"
     )
+
+    @model_validator(mode="after")
+    def _apply_prices(self) -> EnvConfig:
+        """``prices`` is the one source of truth when given: it sets the reward's memory and miss prices,
+        and the budget regime caps ``bounds.max_bytes``."""
+        if self.prices is not None:
+            mem, miss = self.prices.resolve()
+            object.__setattr__(
+                self, "reward", self.reward.model_copy(update={"memory_cost_per_gb_hour": mem, "miss_cost": miss})
+            )
+            if self.prices.budget_bytes is not None:
+                b = self.bounds
+                lo = b.min_bytes if b.min_bytes is not None and b.min_bytes < self.prices.budget_bytes else None
+                object.__setattr__(
+                    self, "bounds", b.model_copy(update={"max_bytes": self.prices.budget_bytes, "min_bytes": lo})
+                )
+        if self.observation.mrc_features and not self.mrc.enabled:
+            raise ValueError("observation.mrc_features needs mrc.enabled")
+        if self.actions.space == "mrc-offset" and not self.mrc.enabled:
+            raise ValueError("actions.space 'mrc-offset' needs mrc.enabled")
+        return self
 
     @classmethod
     def from_yaml(cls, path: str | Path, key: str | None = None) -> EnvConfig:

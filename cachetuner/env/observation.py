@@ -67,10 +67,12 @@ def _ratio(num: float, den: float) -> float:
 class ObservationBuilder:
     """Builds the vector and owns the short request-rate history used for volatility."""
 
-    def __init__(self, cfg: EnvConfig, whatif_labels: list[str]) -> None:
+    def __init__(self, cfg: EnvConfig, whatif_labels: list[str], extra_names: list[str] | None = None) -> None:
         self.cfg = cfg
         self.whatif_labels = list(whatif_labels)
+        self.extra_names = list(extra_names or [])
         feats = list(BASE_FEATURES) + [(f"whatif:{lbl}", 0.0, 1.0) for lbl in self.whatif_labels]
+        feats += [(n, 0.0, 1.0) for n in self.extra_names]
         self.names = [n for n, _, _ in feats]
         self.low = np.array([lo for _, lo, _ in feats], dtype=np.float32)
         self.high = np.array([hi for _, _, hi in feats], dtype=np.float32)
@@ -89,6 +91,7 @@ class ObservationBuilder:
         config: RedisConfig,
         bounds: tuple[int, int],
         whatif: dict[str, float] | None,
+        appended: list[float] | None = None,
     ) -> np.ndarray:
         oc, slo = self.cfg.observation, self.cfg.slo_p95_ms
         rate = snap.request_rate
@@ -126,5 +129,6 @@ class ObservationBuilder:
         fallback = _f(snap.hit_ratio)
         extra = [_f(est.get(lbl, fallback)) if math.isfinite(est.get(lbl, math.nan)) else fallback
                  for lbl in self.whatif_labels]
-        vec = np.asarray(base + extra, dtype=np.float32)
+        tail = [_f(x) for x in (appended or [0.0] * len(self.extra_names))]
+        vec = np.asarray(base + extra + tail, dtype=np.float32)
         return np.clip(np.nan_to_num(vec, nan=0.0), self.low, self.high)

@@ -37,38 +37,12 @@ import numpy as np
 from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import WhatIfConfig
+from cachetuner.keysample import hash_sample_mask, splitmix64
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
 #: Label of the mini cache that mirrors the current configuration (size x1.0, current policy).
 MIRROR = "current"
-
-
-def splitmix64(keys: np.ndarray) -> np.ndarray:
-    """Deterministic 64-bit mix of integer key ids (Steele et al.'s SplitMix64 finaliser).
-
-    Unlike Python's ``hash()`` it is stable across processes and machines, so the simulated and the
-    live path sample the same keys.
-    """
-    z = np.asarray(keys).astype(np.uint64, copy=True)
-    with np.errstate(over="ignore"):
-        z += _GOLDEN
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-        z ^= z >> np.uint64(31)
-    return z
-
-
-def hash_sample_mask(keys: np.ndarray, rate: float, modulus: int = 1 << 24) -> np.ndarray:
-    """``True`` where ``splitmix64(key) mod modulus < rate * modulus`` (spatial sampling)."""
-    if rate >= 1.0:
-        return np.ones(len(keys), dtype=bool)
-    threshold = np.uint64(int(round(rate * modulus)))
-    return (splitmix64(keys) % np.uint64(modulus)) < threshold
 
 
 def whatif_label(policy: str, factor: float) -> str:

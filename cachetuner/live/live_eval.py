@@ -23,29 +23,21 @@ from cachetuner.live.stack import LocalStack, load_state
 from cachetuner.traces.trace import Trace
 
 
-def load_ppo(path: str) -> Any:
-    """``stable_baselines3.PPO.load`` on CPU, one torch thread; a one-line error when the file is unusable."""
-    import torch
-    from stable_baselines3 import PPO
+def _controller(model_path: str | None, config_path: str | None, name: str) -> tuple[Any, Any]:
+    """(controller, env config): the trained policy (its own env config) or a registered controller."""
+    from cachetuner.control import make_controller
+    from cachetuner.control.learned import load_policy
+    from cachetuner.env import EnvConfig
 
-    torch.set_num_threads(1)
-    try:
-        return PPO.load(path, device="cpu")
-    except (OSError, ValueError, KeyError) as e:
-        raise ConfigError(f"--model {path}: cannot load an SB3 PPO model ({e})") from e
-
-
-def _training_env(model_path: str, config_path: str | None) -> tuple[Any, bool]:
-    """(EnvConfig or None, price_features) from the training config of the model, when there is one."""
-    path = Path(config_path) if config_path else Path(model_path).with_name("train_config.yaml")
-    if not path.is_file():
-        if config_path:
+    if name == "ppo":
+        if model_path is None:
+            raise ConfigError("--model: the ppo controller needs a model (a model.zip, default or runs:/<id>/model)")
+        if config_path and not Path(config_path).is_file():
             raise ConfigError(f"--config {config_path}: file not found")
-        return None, False
-    from cachetuner.agent.config import TrainConfig
-
-    tc = TrainConfig.from_yaml(path)
-    return tc.eval_env_config(), bool(tc.price_features)
+        artifact = load_policy(model_path, config=config_path)
+        return make_controller("ppo", model=artifact), artifact.env_config
+    env_cfg = EnvConfig.from_yaml(config_path, key="env") if config_path else EnvConfig()
+    return make_controller(name), env_cfg
 
 
 @contextlib.contextmanager
@@ -64,7 +56,7 @@ def _services(redis_url: str | None, prometheus_url: str | None, stack_dir: str 
 
 
 def live_eval(
-    model_path: str,
+    model_path: str | None,
     trace: Trace,
     *,
     intervals: int = 10,
@@ -76,18 +68,21 @@ def live_eval(
     deterministic: bool = True,
     on_row: Callable[[dict], None] | None = None,
     config_path: str | None = None,
+    controller: str = "ppo",
 ) -> dict[str, Any]:
-    """Run ``intervals`` live steps with the PPO model; returns per-interval rows and totals.
+    """Run ``intervals`` live steps with a controller (default: the PPO model); returns per-interval
+    rows and totals. The same controllers and decision contexts as in evaluation and the daemon.
 
     ``config_path``: the training config (``train_config.yaml``, a :class:`~cachetuner.agent.config.TrainConfig`)
     the model was trained with; by default the one next to the model file, if any. Its (evaluation)
     env config shapes the live env's observation, and its ``price_features`` adds the agent's wrapper.
-    Without one, the default env config is used.
+    Other controllers (``mrc``, ``static-default``, ...) observe through ``config_path``'s env section
+    or the default env config.
     """
+    from cachetuner.evaluation.episode import context_from_env
     from cachetuner.live.env_factory import make_live_env
 
-    model = load_ppo(model_path)
-    env_cfg, price = _training_env(model_path, config_path)
+    ctl, env_cfg = _controller(model_path, config_path, controller)
     with _services(redis_url, prometheus_url, stack_dir) as (r_url, p_url, s_dir):
         stop = threading.Event()
         started = threading.Event()
@@ -113,20 +108,12 @@ def live_eval(
             env = make_live_env(
                 redis_url=r_url, prometheus_url=p_url, interval_s=interval_s, cfg=env_cfg, episode_intervals=intervals
             )
-            if price:
-                from cachetuner.agent.features import PriceFeatures
-
-                env = PriceFeatures(env)
             try:
-                if env.observation_space.shape != model.observation_space.shape:
-                    raise ConfigError(
-                        f"--model {model_path}: observation shape {model.observation_space.shape} does not match the live "
-                        f"env's {env.observation_space.shape} (pass the training config with --config)"
-                    )
-                obs, _info = env.reset()
+                obs, info = env.reset()
+                ctl.reset(context_from_env(env, obs, info))
                 for i in range(intervals):
-                    action, _ = model.predict(obs, deterministic=deterministic)
-                    obs, reward, terminated, truncated, info = env.step(action)
+                    cfg = ctl.decide(context_from_env(env, obs, info))
+                    obs, reward, terminated, truncated, info = env.unwrapped.step_config(cfg)
                     snap = info["snapshot"]
                     apply = info.get("apply")
                     row = {
@@ -158,7 +145,8 @@ def live_eval(
     gets = sum(r["requests"] for r in rows)
     return {
         "model": model_path,
-        "train_config": str(config_path) if config_path else (str(Path(model_path).with_name("train_config.yaml")) if env_cfg else None),
+        "controller": controller,
+        "train_config": str(config_path) if config_path else None,
         "trace": trace.name,
         "intervals": len(rows),
         "interval_s": interval_s,

@@ -105,11 +105,17 @@ def test_evaluate_json_shape(trained) -> None:
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     assert len(lines) == 1
     res = json.loads(lines[0])
-    assert set(res["tuners"]) == {"ppo", "static-default", "best-static", "oracle", "hill-climb", "optuna"}
+    assert set(res["tuners"]) == {"ppo", "mrc", "static-default", "best-static", "dp-hindsight", "oracle",
+                                  "hill-climb", "optuna"}
     for summary in res["tuners"].values():
         assert {"cost", "hit_ratio", "byte_hit_ratio", "p95_latency_ms", "mean_maxmemory_bytes", "slo_violations",
-                "config_changes"} <= set(summary)
+                "config_changes", "savings_vs_default", "regret", "hindsight"} <= set(summary)
         assert 0.0 <= summary["hit_ratio"] <= 1.0
+    hind = {k for k, s in res["tuners"].items() if s["hindsight"]}
+    assert hind == {"best-static", "dp-hindsight", "oracle"}
+    assert res["best_hindsight"]["tuner"] in hind
+    assert min(res["tuners"][k]["regret"] for k in hind) == 0.0
+    assert res["tuners"]["static-default"]["savings_vs_default"] == 0.0
     intervals = {s["intervals"] for s in res["tuners"].values()}
     assert len(intervals) == 1  # same traffic for everyone
     assert "gap_closed" in res and res["mlflow_run_id"]

@@ -22,7 +22,7 @@ from cachetuner.daemon.audit import read_audit
 from cachetuner.daemon.config import DaemonConfig
 from cachetuner.daemon.guardrails import bounds_violations
 from cachetuner.daemon.loop import Daemon
-from cachetuner.daemon.policy import PolicyInput, RandomPolicy
+from cachetuner.daemon.policy import PolicyInput
 from cachetuner.errors import ConfigError
 
 MB = 1_000_000
@@ -251,7 +251,7 @@ def test_env_based_baselines_run_through_the_guardrails(tmp_path: Path, name: st
 
 
 def test_unknown_and_hindsight_policies_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="valid policies: .*random"):
+    with pytest.raises(ConfigError, match="valid: .*random"):
         Daemon(make_cfg(tmp_path, policy={"name": "nope"}))
     with pytest.raises(ConfigError, match="cannot run on a live target"):
         Daemon(make_cfg(tmp_path, policy={"name": "oracle"}))
@@ -260,14 +260,13 @@ def test_unknown_and_hindsight_policies_are_refused(tmp_path: Path) -> None:
 
 
 def test_restart_reconciles_an_intent_left_open_by_kill9(tmp_path: Path) -> None:
-    cfg = make_cfg(tmp_path, max_iterations=3)
+    cfg = make_cfg(tmp_path, max_iterations=3, policy={"name": "random", "params": {"seed": 1}})
     Path(cfg.state_dir).mkdir(parents=True)
     want = RedisConfig(maxmemory=30 * MB)
     with open(cfg.audit_path, "w") as fh:  # what a daemon killed between intent and CONFIG SET leaves
         fh.write(json.dumps({"t": time.time(), "session": "old", "seq": 1, "decision_id": "old-t0-1-1", "phase": "intent",
                              "target": "t0", "action": "change", "to_apply": want.model_dump()}) + "\n")
     d = Daemon(cfg)
-    d.runners[0].policy = RandomPolicy(seed=1)
     d.run()
     recs = read_audit(cfg.audit_path)
     rec = next(r for r in recs if r.get("phase") == "reconciled")
@@ -372,7 +371,7 @@ def tiny_ppo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
     model.learn(64)
     model.save(d / "model.zip")
-    (d / "train_config.yaml").write_text(yaml.safe_dump({"env": ENV}))
+    (d / "train_config.yaml").write_text(yaml.safe_dump({"env": ENV, "price_features": False}))
     env.close()
     return d / "model.zip"
 

@@ -27,6 +27,8 @@ def tiny_ppo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model.learn(16)
     path = tmp_path_factory.mktemp("ppo") / "tiny_ppo.zip"
     model.save(path)
+    # a policy is model.zip + its training config: the default env, no price features
+    (path.parent / "train_config.yaml").write_text("env: {}\nprice_features: false\n")
     return path
 
 

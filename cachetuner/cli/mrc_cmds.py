@@ -1,0 +1,70 @@
+"""``cachetuner bench mrc``: miss-ratio-curve error against full simulation, and its cost."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cachetuner.cli.app import app, bench_app, console, emit_json, out
+from cachetuner.cli.trace_options import JsonOpt
+
+
+@bench_app.command("mrc")
+def bench_mrc_cmd(
+    traces: Annotated[
+        str | None, typer.Option("--traces", help="comma-separated shared trace paths (relative to shared/traces); default: all")
+    ] = None,
+    rate: Annotated[float, typer.Option("--rate", min=0.0001, max=1.0, help="base SHARDS sampling rate")] = 0.01,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="requests read per trace")] = 300_000,
+    min_keys: Annotated[int, typer.Option("--min-keys", min=0, help="raise the rate to sample about this many keys")] = 500,
+    json_out: JsonOpt = False,
+) -> None:
+    """Mean and max |hit-ratio error| (pp) of the curves vs full simulation, per policy and trace."""
+    from cachetuner.mrc import MRCConfig
+    from cachetuner.mrc.bench import SHARED_TRACES, bench_mrc
+
+    chosen = None
+    if traces:
+        fmts = dict(SHARED_TRACES)
+        chosen = [(t.strip(), fmts.get(t.strip(), "auto")) for t in traces.split(",") if t.strip()]
+    res = bench_mrc(chosen, cfg=MRCConfig(rate=rate, min_keys=min_keys), limit=limit,
+                    on_trace=lambda t: console.print(f"[dim]mrc bench: {t}[/dim]"))
+    if json_out:
+        emit_json(res)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"miss-ratio curves at {rate:.0%} sampling vs full simulation (pp)")
+    for col in ("trace", "keys", *(f"{p} mean/max" for p in res["summary"]), "cost vs 1 sim"):
+        table.add_column(col, justify="left" if col == "trace" else "right")
+    for t in res["traces"]:
+        table.add_row(t["trace"], str(t["keys"]), *(f"{t['error_pp'][p]['mean']:.2f} / {t['error_pp'][p]['max']:.2f}"
+                                                     for p in res["summary"]), f"{t['estimator_cost_vs_one_simulation']:.1f}x")
+    out.print(table)
+    out.print("summary: " + ", ".join(f"{p} mean {v['mean_error_pp']:.2f} pp, max {v['max_error_pp']:.2f} pp"
+                                      for p, v in res["summary"].items()))
+
+
+
+@app.command("controllers")
+def controllers_cmd(json_out: JsonOpt = False) -> None:
+    """List the registered controllers: name, whether it needs the future (hindsight), what it does."""
+    from cachetuner.control import CONTROLLERS, controller_names
+
+    rows = []
+    for name in controller_names():
+        cls = CONTROLLERS.get(name)
+        doc = (cls.__doc__ or "").strip().split("\n")[0]
+        rows.append({"name": name, "hindsight": bool(getattr(cls, "hindsight", False)), "summary": doc})
+    if json_out:
+        emit_json({"controllers": rows})
+        return
+    from rich.table import Table
+
+    table = Table(title="controllers (cachetuner.control)")
+    for col in ("name", "hindsight", "summary"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], "yes" if r["hindsight"] else "", r["summary"])
+    out.print(table)

@@ -1,0 +1,193 @@
+"""``ppo``: a trained policy as a controller, and the one function that loads a policy artifact.
+
+A trained policy is one artifact: ``model.zip`` plus its resolved training config
+(``train_config.yaml`` beside it, or ``config/train_config.yaml`` in its MLflow run). The config says
+how the observation was built (env features, price features) and what the actions mean, so the
+controller rebuilds exactly that pipeline; nothing is guessed from the observation width.
+
+``default`` names the general policy shipped in the package (``cachetuner/models/general``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from cachetuner.config import RedisConfig
+from cachetuner.control.base import DecisionContext, register_controller
+from cachetuner.control.settings import ControlSettings
+from cachetuner.env.config import EnvConfig
+from cachetuner.errors import ConfigError
+from cachetuner.yamlconfig import load_yaml, validate
+
+#: The resolved training config saved next to every model.
+CONFIG_SIDECAR = "train_config.yaml"
+#: ``--model default``: the general policy shipped in the package.
+DEFAULT_MODEL = "default"
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "models" / "general"
+
+#: Names of the price features appended to a policy's observation, in order.
+PRICE_FEATURES = ("memory_cost_per_get",)
+
+
+def price_features(memory_cost: float, miss_price: float, gets: int) -> np.ndarray:
+    """``x / (x + 0.1)`` with ``x`` the interval's memory cost per get in miss-price units.
+
+    Why: the env's observation is scale-free, so it does not say what the memory held costs relative
+    to the misses it saves, and that ratio decides whether a bigger cache pays. ``0.1`` maps "memory
+    costs 10 % of a miss per get" to 0.5."""
+    x = max(memory_cost / (miss_price * max(gets, 1)), 0.0) if np.isfinite(memory_cost) and miss_price > 0 else 0.0
+    return np.asarray([x / (x + 0.1)], dtype=np.float32)
+
+
+def one_thread() -> None:
+    """PPO's small MLPs on 2 cores: one torch thread per process is 10-60x faster than two here."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@dataclass
+class PolicyArtifact:
+    """A loaded policy: the SB3 model and the configs its observations and actions were built with."""
+
+    source: str
+    model_path: Path
+    model: Any
+    env_config: EnvConfig  # the evaluation env of the training config (what to evaluate it under)
+    train_env_config: EnvConfig
+    price_features: bool
+    recurrent: bool
+    raw_config: dict[str, Any]
+
+    def model_card(self) -> str | None:
+        card = self.model_path.parent / "MODEL_CARD.md"
+        return card.read_text() if card.is_file() else None
+
+
+def resolve_model_uri(uri: str | Path, cache_dir: Path | None = None, tracking_uri: str | None = None) -> tuple[Path, Path]:
+    """``(model.zip, train_config.yaml)`` for a path, ``default``, ``runs:/<id>/...`` or ``models:/<name>/<v>``."""
+    text = str(uri)
+    if text == DEFAULT_MODEL:
+        model, side = SHIPPED_DIR / "model.zip", SHIPPED_DIR / CONFIG_SIDECAR
+        if not model.is_file():
+            raise ConfigError(f"--model default: the shipped policy is missing ({model}); reinstall cachetuner")
+        return model, side
+    if not text.startswith(("runs:/", "models:/")):
+        p = Path(text)
+        if not p.is_file():
+            raise ConfigError(f"{p}: model file not found (a model.zip written by cachetuner train, runs:/<id>/model or default)")
+        return p, p.parent / CONFIG_SIDECAR
+    import mlflow
+
+    from cachetuner.tracking import default_tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri())
+    dst = (cache_dir or Path(".cachetuner")) / "models" / text.replace(":/", "_").replace("/", "_")
+    dst.mkdir(parents=True, exist_ok=True)
+    try:
+        local = Path(mlflow.artifacts.download_artifacts(artifact_uri=text, dst_path=str(dst)))
+    except Exception as e:  # noqa: BLE001 (an MLflow/network failure: one line naming the URI)
+        raise ConfigError(f"{text}: cannot download from MLflow ({type(e).__name__}: {e})") from None
+    zips = [local] if local.is_file() else sorted(local.rglob("*.zip"))
+    if not zips:
+        raise ConfigError(f"{text}: no .zip artifact")
+    side = zips[0].parent / CONFIG_SIDECAR
+    if not side.is_file() and text.startswith("runs:/"):
+        run_id = text.split("/")[1]
+        with contextlib.suppress(Exception):  # no sidecar in the run: load_policy says so in one line
+            side = Path(mlflow.artifacts.download_artifacts(
+                artifact_uri=f"runs:/{run_id}/config/{CONFIG_SIDECAR}", dst_path=str(dst)))
+    return zips[0], side
+
+
+def load_policy(
+    uri: str | Path, *, config: str | Path | None = None, cache_dir: Path | None = None, tracking_uri: str | None = None
+) -> PolicyArtifact:
+    """Load a trained policy and its training config (``config`` overrides the sidecar)."""
+    model_path, side = resolve_model_uri(uri, cache_dir, tracking_uri)
+    cfg_path = Path(config) if config is not None else side
+    if not cfg_path.is_file():
+        raise ConfigError(
+            f"{model_path}: no {CONFIG_SIDECAR} beside the model; a policy is model.zip plus its training config "
+            "(pass --config experiments/NAME.yaml)"
+        )
+    raw = load_yaml(cfg_path)
+    env_raw = raw.get("env", {})
+    train_env = validate(EnvConfig, env_raw, f"{cfg_path}: env")
+    eval_raw = (raw.get("eval") or {}).get("env")
+    eval_env = validate(EnvConfig, eval_raw, f"{cfg_path}: eval.env") if eval_raw else train_env
+    recurrent = str((raw.get("ppo") or {}).get("policy", "mlp")).lower() in ("lstm", "recurrent")
+    one_thread()
+    try:
+        if recurrent:
+            from sb3_contrib import RecurrentPPO
+
+            model = RecurrentPPO.load(model_path, device="cpu")
+        else:
+            from stable_baselines3 import PPO
+
+            model = PPO.load(model_path, device="cpu")
+    except Exception as e:  # noqa: BLE001 (a corrupt or foreign zip: name the file, no traceback)
+        raise ConfigError(f"{model_path}: not a stable-baselines3 PPO model ({type(e).__name__}: {e})") from None
+    return PolicyArtifact(
+        source=str(uri), model_path=model_path, model=model, env_config=eval_env, train_env_config=train_env,
+        price_features=bool(raw.get("price_features", True)), recurrent=recurrent, raw_config=raw,
+    )
+
+
+@register_controller("ppo")
+class LearnedPolicy:
+    """Deterministic actions of a trained policy, decoded by the action space it was trained with.
+
+    ``model=``: a path, ``default``, or an MLflow ``runs:/`` / ``models:/`` URI (or a loaded
+    :class:`PolicyArtifact`). The observation is ``ctx.obs`` (built by an env configured from the
+    artifact's env config) plus the price features when the policy was trained with them.
+    """
+
+    name = "ppo"
+    hindsight: ClassVar[bool] = False
+
+    def __init__(self, settings: ControlSettings, seed: int = 0, model: Any = None, config: Any = None) -> None:
+        if model is None:
+            raise ConfigError("controller 'ppo' needs a model: --model PATH | default | runs:/<id>/model")
+        self.artifact = model if isinstance(model, PolicyArtifact) else load_policy(model, config=config)
+        from cachetuner.env.actions import make_action_codec
+
+        self.codec = make_action_codec(self.artifact.env_config.actions)
+        self._state: Any = None
+        self._start = True
+
+    def reset(self, ctx: DecisionContext) -> None:
+        self._state = None
+        self._start = True
+
+    def observation(self, ctx: DecisionContext) -> np.ndarray:
+        if ctx.obs is None:
+            raise ConfigError("controller 'ppo' needs the env's observation in its context")
+        obs = np.asarray(ctx.obs, np.float32)
+        if self.artifact.price_features:
+            mem = float(ctx.prices.memory_cost(ctx.snapshot.maxmemory or ctx.config.maxmemory))
+            obs = np.concatenate([obs, price_features(mem, ctx.prices.miss, ctx.snapshot.gets)])
+        want = self.artifact.model.observation_space.shape
+        if want is not None and obs.shape != tuple(want):
+            raise ConfigError(
+                f"{self.artifact.model_path}: the policy expects observations of shape {tuple(want)}, the env gives "
+                f"{obs.shape}; build the env from the model's {CONFIG_SIDECAR}"
+            )
+        return obs
+
+    def decide(self, ctx: DecisionContext) -> RedisConfig:
+        obs = self.observation(ctx)
+        if self.artifact.recurrent:
+            action, self._state = self.artifact.model.predict(
+                obs, state=self._state, episode_start=np.array([self._start]), deterministic=True)
+        else:
+            action, _ = self.artifact.model.predict(obs, deterministic=True)
+        self._start = False
+        return self.codec.decode(action, ctx.config, (ctx.space.min_bytes, ctx.space.max_bytes), ctx.info.get("anchor"))

@@ -1,0 +1,89 @@
+"""Typed settings of the built-in controllers (the ``controllers:`` section of an experiment YAML;
+``baselines:`` is accepted as its older name)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachetuner.config import Policy
+
+
+class GridSettings(BaseModel):
+    """The configuration grid the hindsight and search controllers choose from.
+
+    Sizes are geometric between the maxmemory bounds; policies and timeouts default to the ones the
+    env's action space can express, so that no baseline can pick a config PPO cannot.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_sizes: int = Field(8, ge=2, description="sizes, geometric between the maxmemory bounds")
+    policies: list[Policy] | None = Field(None, description="None = the policies of the action space")
+    timeouts: list[int] | None = Field(None, description="None = the timeouts of the action space")
+
+
+class MRCControlSettings(BaseModel):
+    """The ``mrc`` controller (Macaron-style cost minimisation on miss-ratio curves)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_candidates: int = Field(96, ge=8, description="log-spaced candidate sizes between the bounds")
+    hysteresis: float = Field(
+        0.05, ge=0, description="switch only when the predicted saving exceeds this share of the current cost"
+    )
+    confirm: int = Field(3, ge=1, description="intervals in a row the same target must win before moving")
+    payback_intervals: float = Field(
+        30.0, gt=0, description="a move must repay its switch and refill cost within this many intervals"
+    )
+    min_weight: float = Field(
+        1000.0, ge=0, description="sampled GETs (windowed) behind every curve point before acting: long reuse "
+        "distances show only after a while, and a young curve always favours a small cache"
+    )
+    gets_smoothing: float = Field(
+        0.05, gt=0, le=1, description="EWMA weight of the newest interval's GET count: size for the sustained load, not a burst"
+    )
+    change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
+
+
+class HillClimbSettings(BaseModel):
+    """Cliffhanger-style gradient climbing on the local slope of the hit-ratio curve."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy_margin: float = Field(0.01, ge=0, description="hit-ratio margin the other policy must win by to switch")
+    max_step: float = Field(1.25, gt=1, description="size change per interval, as a factor (the shadow-queue width)")
+
+
+class OptunaSettings(BaseModel):
+    """Online TPE: every interval is one trial scored by that interval's cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_startup_trials: int = Field(8, ge=1)
+
+
+class OracleSettings(BaseModel):
+    """Receding-horizon hindsight oracle (see :class:`cachetuner.control.hindsight.Oracle`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    horizon: int | None = Field(
+        1, ge=1, description="intervals each candidate is held in the lookahead (None = to the episode end)"
+    )
+    replan_every: int = Field(1, ge=1, description="intervals between two decisions (the choice is held in between)")
+
+
+class ControlSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    static_maxmemory: int | None = Field(
+        None, ge=1, description="static-default size in bytes; None = the env's initial maxmemory"
+    )
+    grid: GridSettings = Field(default_factory=GridSettings)
+    mrc: MRCControlSettings = Field(default_factory=MRCControlSettings)
+    hill_climb: HillClimbSettings = Field(default_factory=HillClimbSettings)
+    optuna: OptunaSettings = Field(default_factory=OptunaSettings)
+    oracle: OracleSettings = Field(default_factory=OracleSettings)
+
+
+__all__ = ["ControlSettings", "GridSettings", "HillClimbSettings", "MRCControlSettings", "OptunaSettings", "OracleSettings"]

@@ -1,0 +1,76 @@
+"""Prices in dollars, with presets: what memory and a miss cost, and the memory-budget regime.
+
+Why presets: whether a bigger cache pays depends only on the ratio of the memory price to the miss
+price times the request rate per byte of working set. At list prices (RAM ~$0.016/GiB-hour, one LLM
+call ~$0.002) the largest allowed cache almost always wins, so sizing is interesting only with cheap
+backends or huge key spaces — and under a memory budget the levers are the eviction policy and its
+knobs. ``scaled`` keeps this project's small synthetic working sets in the interesting regime.
+
+| preset | memory $/GiB-hour | $ per miss | stands for |
+|---|---|---|---|
+| ``list`` | 0.016 | 0.002 | cloud RAM list price, one LLM API call |
+| ``scaled`` | 1000 | 0.002 | the same call, memory priced as if the working set were ~10^5x larger (this project's default ratio) |
+| ``cheap-backend`` | 0.016 | 0.00002 | RAM list price, a small embedding model: 0.02 GPU-s at $3.6/GPU-hour |
+| ``budget`` | 0 | 0.002 | memory capped at ``budget_bytes`` and free below it: reward = misses + SLO |
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PRESETS: dict[str, tuple[float, float]] = {
+    "list": (0.016, 0.002),
+    "scaled": (1000.0, 0.002),
+    "cheap-backend": (0.016, 0.00002),
+    "budget": (0.0, 0.002),
+}
+
+
+class PricesConfig(BaseModel):
+    """``prices:`` of an env config, in dollars. Explicit fields override the preset's.
+
+    A miss costs ``per_miss``, or ``gpu_seconds_per_miss * gpu_per_hour / 3600`` when both are given
+    (a self-hosted model). ``randomize_memory`` multiplies the memory price by a log-uniform factor
+    drawn per episode (training only: a policy that has seen many price ratios generalises to the one
+    it is deployed at).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    preset: Literal["list", "scaled", "cheap-backend", "budget"] = "scaled"
+    memory_per_gib_hour: float | None = Field(None, ge=0, description="$ per GiB of maxmemory per hour")
+    per_miss: float | None = Field(None, gt=0, description="$ per backend (inference) call")
+    gpu_seconds_per_miss: float | None = Field(None, gt=0)
+    gpu_per_hour: float | None = Field(None, gt=0, description="$ per GPU-hour")
+    budget_bytes: int | None = Field(None, ge=1, description="budget regime: the maxmemory cap")
+    randomize_memory: tuple[float, float] | None = Field(
+        None, description="[low, high] factor on the memory price, log-uniform per episode (training)"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> PricesConfig:
+        if self.preset == "budget" and self.budget_bytes is None:
+            raise ValueError("preset 'budget' needs budget_bytes")
+        if (self.gpu_seconds_per_miss is None) != (self.gpu_per_hour is None):
+            raise ValueError("gpu_seconds_per_miss and gpu_per_hour go together")
+        if self.randomize_memory is not None and not 0 < self.randomize_memory[0] <= self.randomize_memory[1]:
+            raise ValueError("randomize_memory must be [low, high] with 0 < low <= high")
+        return self
+
+    def resolve(self) -> tuple[float, float]:
+        """``(memory $/GiB-hour, $ per miss)``."""
+        mem, miss = PRESETS[self.preset]
+        if self.memory_per_gib_hour is not None:
+            mem = self.memory_per_gib_hour
+        if self.gpu_seconds_per_miss is not None and self.gpu_per_hour is not None:
+            miss = self.gpu_seconds_per_miss * self.gpu_per_hour / 3600.0
+        if self.per_miss is not None:
+            miss = self.per_miss
+        if self.budget_bytes is not None:
+            mem = 0.0
+        return float(mem), float(miss)
+
+
+__all__ = ["PRESETS", "PricesConfig"]

@@ -1,0 +1,116 @@
+"""Several controllers on the same traffic, and the figures that compare them.
+
+Every controller gets a fresh env built from the same :class:`~cachetuner.env.EnvConfig`, reset with
+the same seed and ``options={"workload": w, "start": "begin"}``, so all of them see identical requests
+from an identical cold start.
+
+The reference is named for what it is: ``best_hindsight`` is the cheapest *hindsight* controller run
+(best-static, oracle, dp-hindsight: they saw the future), and every controller gets
+``savings_vs_default = 1 - cost / static_default_cost`` and ``regret = cost / best_hindsight_cost - 1``.
+A negative regret means a controller beat every hindsight reference that was run (they bound only
+their own grids), not that it beat the unknowable optimum.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cachetuner.control.base import Controller, is_hindsight
+from cachetuner.env import CacheTuningEnv, EnvConfig
+from cachetuner.evaluation.episode import IntervalRecord, run_episode, summarise
+
+
+@dataclass
+class ControllerResult:
+    """A controller's whole episode and its summary figures."""
+
+    name: str
+    summary: dict[str, Any]
+    records: list[IntervalRecord] = field(default_factory=list)
+    seconds: float = 0.0
+    hindsight: bool = False
+
+
+@dataclass
+class EvalReport:
+    workload: str
+    results: dict[str, ControllerResult]
+    env_cfg: EnvConfig | None = None
+    best_hindsight: str | None = None
+    currency: str = "units"
+
+    def to_json(self) -> dict[str, Any]:
+        bh = self.best_hindsight
+        return {
+            "workload": self.workload,
+            "tuners": {k: {**r.summary, "seconds": round(r.seconds, 3), "hindsight": r.hindsight}
+                       for k, r in self.results.items()},
+            "best_hindsight": None if bh is None else {"tuner": bh, "cost": self.results[bh].summary["cost"]},
+            "currency": self.currency,
+            "gap_closed": gap_closed({k: r.summary for k, r in self.results.items()}),
+        }
+
+    def records_json(self) -> dict[str, list[dict[str, Any]]]:
+        return {k: [asdict(x) for x in r.records] for k, r in self.results.items()}
+
+
+def add_relative_figures(results: dict[str, ControllerResult]) -> str | None:
+    """Set ``savings_vs_default`` and ``regret`` in every summary; return the best hindsight name."""
+    default = results.get("static-default")
+    hind = {k: r for k, r in results.items() if r.hindsight}
+    best = min(hind, key=lambda k: hind[k].summary["cost"]) if hind else None
+    for r in results.values():
+        cost = r.summary["cost"]
+        r.summary["savings_vs_default"] = (
+            1.0 - cost / default.summary["cost"] if default is not None and default.summary["cost"] > 0 else None
+        )
+        r.summary["regret"] = cost / hind[best].summary["cost"] - 1.0 if best is not None and hind[best].summary["cost"] > 0 else None
+    return best
+
+
+def gap_closed(summaries: dict[str, dict[str, Any]], learned: str = "ppo") -> float | None:
+    """Share of the best-static -> oracle gap the learned policy closed, only where that reads as a
+    share: the oracle beats best-static and the result lies in [0, 1]; else None (see ``regret``)."""
+    try:
+        bs, pp, orc = (summaries[k]["cost"] for k in ("best-static", learned, "oracle"))
+    except KeyError:
+        return None
+    if not bs - orc > 1e-12:
+        return None
+    g = float((bs - pp) / (bs - orc))
+    return g if 0.0 <= g <= 1.0 else None
+
+
+def evaluate_controllers(
+    env_cfg: EnvConfig,
+    controllers: dict[str, Controller],
+    *,
+    seed: int = 0,
+    workload: int = 0,
+    on_interval: Callable[[str, int], None] | None = None,
+) -> EvalReport:
+    """Run every controller on ``env_cfg``'s workload ``workload`` from its beginning, each on a fresh env."""
+    results: dict[str, ControllerResult] = {}
+    wl_name = ""
+    for name, ctl in controllers.items():
+        env = CacheTuningEnv(env_cfg)
+        try:
+            t0 = time.perf_counter()
+            cb = (lambda n, _name=name: on_interval(_name, n)) if on_interval is not None else None
+            recs = run_episode(env, ctl, seed=seed, options={"workload": workload, "start": "begin"}, on_interval=cb)
+            hind = bool(getattr(ctl, "hindsight", False)) or (name in _names() and is_hindsight(name))
+            results[name] = ControllerResult(name, summarise(recs), recs, time.perf_counter() - t0, hind)
+            wl_name = wl_name or str(env.workload)
+        finally:
+            env.close()
+    best = add_relative_figures(results)
+    return EvalReport(wl_name, results, env_cfg, best, "USD" if env_cfg.prices is not None else "units")
+
+
+def _names() -> list[str]:
+    from cachetuner.control.base import controller_names
+
+    return controller_names()

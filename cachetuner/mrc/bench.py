@@ -1,0 +1,173 @@
+"""``cachetuner bench mrc``: miss-ratio-curve error against full simulation, and what it costs.
+
+For each trace: replay it once through the estimator (whole-trace window, as the curve a controller
+reads at the end), and once per (policy, size) through a full :class:`~cachetuner.sim.TieredCacheSim`
+at that ``maxmemory``; report the mean and max absolute hit-ratio error in percentage points and the
+estimator's cost per request relative to one full simulation's (both timed in this run, side by side).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cachetuner.backend import RequestSample
+from cachetuner.config import RedisConfig
+from cachetuner.mrc.config import MRCConfig
+from cachetuner.mrc.estimator import MRCEstimator, fixed_bytes
+from cachetuner.sim.params import SimParams
+from cachetuner.sim.sizing import working_set_charge
+from cachetuner.traces.trace import Trace
+
+
+def shared_traces_dir() -> Path:
+    """``$CACHETUNER_SHARED_TRACES``, else ``../shared/traces`` next to the checkout."""
+    env = os.environ.get("CACHETUNER_SHARED_TRACES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "shared" / "traces"
+
+
+#: (relative path, format) of every shared trace long enough to evaluate on (the 99/100-row format
+#: fixtures of Meta and Twitter are left out).
+SHARED_TRACES: tuple[tuple[str, str], ...] = (
+    ("cloudphysics/cloudPhysicsIO.csv", "auto"),
+    ("cache2k/orm-night.trace.zst", "raw-be-i4"),
+    ("cache2k/web07.trace", "raw-be-i4"),
+    ("cache2k/web12.trace", "raw-be-i4"),
+    ("arc/P3.lis", "arc"),
+    ("arc/P6.lis", "arc"),
+    ("arc/P2.lis.zst", "arc"),
+    ("corda/trace_vaultservice.trace", "raw-be-i8"),
+    ("adaptsize/request.trace", "adaptsize"),
+    ("lirs/cpp.trace", "lirs"),
+    ("lirs/cs.trace", "lirs"),
+    ("lirs/gli.trace", "lirs"),
+    ("lirs/ps.trace", "lirs"),
+    ("lirs/sprite.trace", "lirs"),
+    ("lirs/multi1.trace", "lirs"),
+    ("lirs/multi2.trace", "lirs"),
+    ("lirs/multi3.trace", "lirs"),
+)
+
+
+@dataclass
+class TraceResult:
+    trace: str
+    requests: int
+    keys: int
+    errors_pp: dict[str, dict[str, float]]
+    estimator_seconds: float
+    full_sim_seconds: float  # one full simulation of the trace (mean over sizes and policies)
+    sampled_share: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trace": self.trace,
+            "requests": self.requests,
+            "keys": self.keys,
+            "error_pp": self.errors_pp,
+            "estimator_cost_vs_one_simulation": round(self.estimator_seconds / max(self.full_sim_seconds, 1e-9), 3),
+            "estimator_cost_vs_full_curve": round(
+                self.estimator_seconds / max(self.full_sim_seconds * self._points, 1e-9), 4
+            ),
+            "sampled_share": round(self.sampled_share, 3),
+        }
+
+    _points: int = 1
+
+
+def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: int = 20_000) -> TraceResult:
+    ws = int(working_set_charge(trace, params) + fixed_bytes(params))
+    lo, hi = max(int(0.02 * ws), 1), ws
+    obj = (ws - fixed_bytes(params)) / max(trace.n_keys, 1)
+    cfg = cfg.model_copy(update={"half_life_gets": 1e15})  # whole-trace window: compare with a whole run
+    _warm_up(trace, cfg, params)
+    t0 = time.perf_counter()
+    est = MRCEstimator(cfg, (lo, hi), n_keys_hint=trace.n_keys, mean_object_bytes=obj, sim_params=params,
+                       key_bytes=int(np.mean(trace.key_bytes)) if trace.n_keys else None, read_only=trace.read_only)
+    n = len(trace)
+    for i in range(0, n, interval):
+        j = min(n, i + interval)
+        est.update(RequestSample(keys=trace.keys[i:j], sizes=trace.sizes[i:j], timestamps=trace.timestamps[i:j],
+                                 ops=trace.ops[i:j], ttls=trace.ttls[i:j], rate=1.0))
+    t_est = time.perf_counter() - t0
+    curves = est.curves()
+    from cachetuner.sim import TieredCacheSim
+
+    full_params = params.model_copy(update={"model_latency": False})
+    errors: dict[str, dict[str, float]] = {}
+    t_full, runs = 0.0, 0
+    for pol in cfg.policies:
+        errs = []
+        for k, size in enumerate(curves.sizes.tolist()):
+            t1 = time.perf_counter()
+            sim = TieredCacheSim.for_trace(trace, RedisConfig(maxmemory=int(size), maxmemory_policy=pol), full_params)
+            truth = sim.run_counts(trace, 0, n).hit_ratio
+            t_full += time.perf_counter() - t1
+            runs += 1
+            errs.append(abs(truth - float(curves.hit[pol][k])))
+        errors[pol] = {"mean": round(100 * float(np.mean(errs)), 3), "max": round(100 * float(np.max(errs)), 3)}
+    res = TraceResult(trace.name, n, trace.n_keys, errors, t_est, t_full / max(runs, 1), est.sampled_share)
+    res._points = len(curves.sizes) * len(cfg.policies)
+    return res
+
+
+def _warm_up(trace: Trace, cfg: MRCConfig, params: SimParams) -> None:
+    """Load numba's compiled kernels and the latency tables before anything is timed."""
+    n = min(len(trace), 2000)
+    est = MRCEstimator(cfg.model_copy(update={"n_sizes": 4}), (1 << 20, 1 << 24), n_keys_hint=trace.n_keys,
+                       sim_params=params)
+    est.update(RequestSample(keys=trace.keys[:n], sizes=trace.sizes[:n], timestamps=trace.timestamps[:n],
+                             ops=trace.ops[:n], ttls=trace.ttls[:n]))
+    from cachetuner.sim import TieredCacheSim
+
+    TieredCacheSim.for_trace(trace, RedisConfig(maxmemory=1 << 22), params).run_counts(trace, 0, n)
+
+
+def bench_mrc(
+    traces: list[tuple[str, str]] | None = None,
+    *,
+    cfg: MRCConfig | None = None,
+    limit: int | None = 1_000_000,
+    size_model: str = "fixed:4096",
+    on_trace: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Error and cost of the estimator on ``traces`` (default: every shared trace); one JSON-ready dict."""
+    from cachetuner.traces import read_trace
+
+    cfg = cfg or MRCConfig()
+    params = SimParams()
+    root = shared_traces_dir()
+    out: list[dict[str, Any]] = []
+    for rel, fmt in traces or list(SHARED_TRACES):
+        if on_trace is not None:
+            on_trace(rel)
+        trace = read_trace(str(root / rel) if not rel.startswith(("bundled:", "synthetic:")) else rel,
+                           format=fmt, size_model=size_model, limit=limit)
+        r = bench_trace(trace, cfg, params)
+        out.append({**r.to_json(), "trace": rel})
+    summary: dict[str, Any] = {}
+    for pol in cfg.policies:
+        means = [t["error_pp"][pol]["mean"] for t in out]
+        maxes = [t["error_pp"][pol]["max"] for t in out]
+        summary[pol] = {"mean_error_pp": round(float(np.mean(means)), 3), "max_error_pp": round(float(np.max(maxes)), 3)}
+    return {
+        "rate": cfg.rate,
+        "min_keys": cfg.min_keys,
+        "min_objects": cfg.min_objects,
+        "n_sizes": cfg.n_sizes,
+        "traces": out,
+        "summary": summary,
+        "estimator_cost_vs_one_simulation_mean": round(
+            float(np.mean([t["estimator_cost_vs_one_simulation"] for t in out])), 3),
+    }
+
+
+__all__ = ["SHARED_TRACES", "bench_mrc", "bench_trace", "shared_traces_dir"]

@@ -1,0 +1,43 @@
+"""Typed settings of the miss-ratio-curve estimator (the ``mrc:`` section of an env config)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachetuner.config import Policy
+from cachetuner.keysample import MODULUS
+
+
+class MRCConfig(BaseModel):
+    """Full-range miss-ratio curves from miniature simulations on a spatial key sample.
+
+    Sizes are absolute (``n_sizes`` log-spaced over the env's ``maxmemory`` bounds), so the curve
+    shows where the cost bottoms out wherever the cache runs now. Small miniature caches get a higher
+    sampling rate than ``rate`` so that each holds at least ``min_objects`` objects (Waldspurger et
+    al., ATC'17: a miniature cache of a handful of objects is all noise); rates nest, so one stream
+    feeds all of them.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    n_sizes: int = Field(24, ge=4, le=128, description="log-spaced absolute sizes spanning the maxmemory bounds")
+    policies: list[Policy] = Field(
+        default_factory=lambda: ["allkeys-lru", "allkeys-lfu"],
+        min_length=1,
+        description="policies with a curve (each: n_sizes miniature simulations)",
+    )
+    rate: float = Field(0.01, gt=0, le=1, description="base share of the key space sampled (SHARDS rate)")
+    min_keys: int = Field(500, ge=0, description="raise the base rate so that about this many keys are sampled")
+    min_objects: int = Field(
+        100, ge=0, description="raise a miniature cache's rate until it holds about this many objects"
+    )
+    max_rate: float = Field(0.25, gt=0, le=1, description="cap of the per-size rate (cost of the smallest sizes)")
+    min_sampled_per_interval: int = Field(
+        100, ge=0, description="raise the base rate so that an average interval yields about this many sampled requests"
+    )
+    half_life_gets: float = Field(
+        1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"
+    )
+    adjust: bool = Field(True, description="SHARDS-adj: correct for over/under-sampled references")
+    modulus: int = Field(MODULUS, ge=2)

@@ -1,0 +1,327 @@
+"""Windowed full-range miss-ratio curves from miniature simulations on a spatial key sample.
+
+Why: a controller that minimises memory + miss cost needs the hit ratio at *every* size it may
+choose, not just near the current one, and for the eviction policy Redis actually runs (sampled
+LRU/LFU with its eviction pool), which a stack-distance pass cannot give. Following SHARDS
+(Waldspurger et al., FAST'15) and miniature simulation (Waldspurger et al., ATC'17), each
+(policy, size) pair is a persistent :class:`~cachetuner.sim.TieredCacheSim` that sees only the
+requests of keys whose hash falls below a threshold (rate ``r``) and holds ``r`` times the data
+bytes of the full cache. Small caches get a higher rate (``min_objects``): rates nest, so one stream
+feeds every miniature cache.
+
+Windowing: each interval's (SHARDS-adj corrected) hits and expected GETs are added to decayed sums
+whose half-life is counted in sampled GETs (``half_life_gets``), not in intervals: a shift shows as
+soon as enough new evidence has arrived, whatever the request rate, while one interval of a sparse
+sample does not make the curve jump. For slow streams the base rate is raised
+(``min_sampled_per_interval``) so that the window spans minutes, not hours.
+
+The same estimator runs on the simulated path (the full request stream, keys dense ``0..N-1``) and
+on the live path (the replayer's hash-sampled stream, sampled by the same hash, keys arbitrary).
+
+Approximations (stated, measured by ``cachetuner bench mrc``):
+- sampling noise, largest at the sizes with the lowest rate; SHARDS-adj removes the bias a very hot
+  sampled (or unsampled) key would give every size;
+- Redis's fixed memory (empty instance + client buffers) is subtracted before scaling, and the
+  miniature caches have none, no second tier and no latency model (hit ratios only);
+- every sampled key is charged the stream's mean key-name length;
+- eviction candidates are drawn uniformly (not by walking Redis's hash table), because the local key
+  numbering of a miniature cache is arbitrary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from cachetuner.backend import RequestSample
+from cachetuner.config import RedisConfig
+from cachetuner.keysample import hash_values, threshold
+from cachetuner.mrc.config import MRCConfig
+from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.sim.params import SimParams
+from cachetuner.traces.trace import Op, Trace
+
+
+def fixed_bytes(params: SimParams) -> int:
+    """Memory of a full cache that does not scale with its keys (empty Redis + client buffers)."""
+    return params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes
+
+
+def mini_params(params: SimParams) -> SimParams:
+    """Miniature caches need hit ratios only: no second tier, no fixed memory, no latency model, and
+    uniform eviction sampling (their key numbering says nothing about Redis's hash-table layout)."""
+    return params.model_copy(
+        update={
+            "sampling": "uniform",
+            "model_latency": False,
+            "memory": params.memory.model_copy(update={"base_used_memory": 0}),
+            "clients": params.clients.model_copy(update={"client_buffer_bytes": 0}),
+            "l2": params.l2.model_copy(update={"enabled": False}),
+        }
+    )
+
+
+@dataclass
+class _Mini:
+    policy: str
+    size: int  # full-cache maxmemory this miniature cache stands for
+    rate: float
+    thr: int
+    sim: object = None
+    hits: float = 0.0  # decayed, SHARDS-adj corrected
+    byte_hits: float = 0.0
+    expected: float = 0.0  # decayed expected sampled GETs
+    expected_bytes: float = 0.0
+    weight: float = 0.0  # decayed sampled GETs actually seen
+
+
+class MRCEstimator:
+    """Hit-ratio curves of ``cfg.policies`` at ``cfg.n_sizes`` sizes spanning ``bounds``.
+
+    Args:
+        cfg: sizes, policies, sampling and window.
+        bounds: ``(min, max)`` maxmemory in bytes the curves must span.
+        n_keys_hint: size of a dense key space ``0..N-1`` (simulated path); ``None`` for arbitrary keys
+            (live), which are mapped to local ids as they arrive.
+        mean_object_bytes: average memory per cached key (value + key + Redis overhead), used to give
+            small miniature caches enough objects; ``None`` = 4 KiB.
+        requests_per_interval: expected requests of one interval (raises the base rate for slow streams).
+        key_bytes: key-name length charged to every sampled key (the stream's mean).
+        read_only: read-through stream (a GET miss fills the cache).
+        sim_params: the world model; the miniature caches use :func:`mini_params` of it.
+        base_config: knobs other than size and policy (samples, LFU factors) for the miniature caches.
+        seed: seeds the miniature caches' eviction sampling.
+    """
+
+    def __init__(
+        self,
+        cfg: MRCConfig,
+        bounds: tuple[int, int],
+        *,
+        n_keys_hint: int | None = None,
+        mean_object_bytes: float | None = None,
+        requests_per_interval: float | None = None,
+        key_bytes: int | None = None,
+        read_only: bool = True,
+        sim_params: SimParams | None = None,
+        base_config: RedisConfig | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.cfg = cfg
+        lo, hi = int(bounds[0]), int(bounds[1])
+        self.sizes = np.unique(np.geomspace(max(lo, 1), max(hi, lo + 1), cfg.n_sizes).round().astype(np.int64))
+        self._params = sim_params or SimParams()
+        self._fixed = fixed_bytes(self._params)
+        self._mini_params = mini_params(self._params)
+        self._key_len = int(key_bytes) if key_bytes else self._params.memory.default_key_bytes
+        self._read_only = read_only
+        self._base_config = (base_config or RedisConfig()).evolve(timeout=0)
+        self._seed = int(seed)
+        self._n_keys = int(n_keys_hint) if n_keys_hint else 0
+        self._obj = float(mean_object_bytes) if mean_object_bytes else 4096.0 + 100.0
+        base = cfg.rate
+        if self._n_keys and cfg.min_keys:
+            base = max(base, min(1.0, cfg.min_keys / self._n_keys))
+        if requests_per_interval and cfg.min_sampled_per_interval:
+            base = max(base, min(1.0, cfg.min_sampled_per_interval / requests_per_interval))
+        self.base_rate = float(min(base, 1.0))
+        self._stream_rate = 1.0
+        self._rank: np.ndarray | None = None
+        self._hv: np.ndarray | None = None
+        if self._n_keys:
+            hv = hash_values(np.arange(self._n_keys, dtype=np.int64), cfg.modulus)
+            order = np.argsort(hv, kind="stable")
+            rank = np.empty(self._n_keys, dtype=np.int64)
+            rank[order] = np.arange(self._n_keys, dtype=np.int64)
+            self._hv_sorted = hv[order]
+            self._rank, self._hv = rank, hv
+        self._build()
+
+    # -- public -------------------------------------------------------------------------------------------
+    @property
+    def rates(self) -> dict[int, float]:
+        """Sampling rate of the miniature caches of each size."""
+        return {m.size: m.rate for m in self._minis if m.policy == self.cfg.policies[0]}
+
+    @property
+    def sampled_share(self) -> float:
+        """Requests simulated per request of the stream, summed over every miniature cache (its cost)."""
+        return float(sum(m.rate for m in self._minis if m.sim is not None))
+
+    def update(self, sample: RequestSample, total_gets: int | None = None, total_get_bytes: int | None = None) -> None:
+        """Feed one interval's requests (every request, or a hash sample at ``sample.rate``).
+
+        ``total_gets`` / ``total_get_bytes``: GETs (and their bytes) of the *whole* interval, needed
+        for SHARDS-adj when ``sample`` is already a sample; counted here for a full stream.
+        """
+        if sample.rate < 1.0 and sample.rate < self._stream_rate - 1e-12:
+            self._stream_rate = float(sample.rate)  # live: no miniature cache can sample finer than the stream
+            self._build()
+        keys = np.asarray(sample.keys, dtype=np.int64)
+        ops = np.asarray(sample.ops, dtype=np.uint8) if len(sample.ops) else np.zeros(len(keys), np.uint8)
+        sizes = np.asarray(sample.sizes, dtype=np.int64)
+        is_get = ops == Op.GET
+        if sample.rate >= 1.0:
+            total_gets = int(np.count_nonzero(is_get))
+            total_get_bytes = int(sizes[is_get].sum())
+        seen = total_gets if total_gets is not None else int(np.count_nonzero(is_get)) / max(sample.rate, 1e-9)
+        d = 0.5 ** (self.base_rate * seen / self.cfg.half_life_gets)
+        for m in self._minis:
+            m.hits *= d
+            m.byte_hits *= d
+            m.expected *= d
+            m.expected_bytes *= d
+            m.weight *= d
+        if len(keys) == 0 and not total_gets:
+            return
+        if self._rank is not None and (len(keys) == 0 or (keys.min() >= 0 and keys.max() < self._n_keys)):
+            hv, local = self._hv[keys], self._rank[keys]  # type: ignore[index]
+        else:
+            hv, local = hash_values(keys, self.cfg.modulus), self._dynamic_ids(keys)
+        ts = np.asarray(sample.timestamps, dtype=np.float64)
+        ttls = np.asarray(sample.ttls, dtype=np.float64) if len(sample.ttls) else np.zeros(len(keys))
+        by_thr: dict[int, Trace] = {}
+        for m in self._minis:
+            if m.sim is None:  # smaller than Redis's fixed memory: holds nothing, hits nothing (exact)
+                m.expected += 1.0
+                m.expected_bytes += 1.0
+                m.weight = math.inf
+                continue
+            tr = by_thr.get(m.thr)
+            if tr is None:
+                keep = hv < m.thr
+                tr = Trace(
+                    name="mrc", timestamps=ts[keep], keys=local[keep], sizes=sizes[keep], ops=ops[keep],
+                    ttls=ttls[keep], n_keys=self._capacity(m), key_bytes=self._key_bytes(m), read_only=self._read_only,
+                )
+                by_thr[m.thr] = tr
+            c = m.sim.run_counts(tr, 0, len(tr)) if len(tr) else None  # type: ignore[attr-defined]
+            gets = c.gets if c else 0
+            hits = c.hits if c else 0
+            breq = c.byte_requests if c else 0
+            bhit = c.byte_hits if c else 0
+            if self.cfg.adjust and total_gets is not None:
+                # SHARDS-adj: a perfect 1:r sample of the interval holds r * total_gets GETs; the extra
+                # (or missing) ones come from a hot key being (or not being) sampled, and are taken off
+                # (or added to) the hits. The same formula holds for a pre-sampled (live) stream.
+                exp = m.rate * total_gets
+                m.hits += hits + (exp - gets)
+                m.expected += exp
+                expb = m.rate * total_get_bytes if total_get_bytes is not None else float(breq)
+                m.byte_hits += bhit + (expb - breq)
+                m.expected_bytes += expb
+            else:
+                m.hits += hits
+                m.expected += gets
+                m.byte_hits += bhit
+                m.expected_bytes += breq
+            m.weight += gets
+
+    def curves(self) -> MissRatioCurves:
+        """The current windowed curves (NaN where no sampled GET has been seen yet)."""
+        hit: dict[str, np.ndarray] = {}
+        byte_hit: dict[str, np.ndarray] = {}
+        weight: dict[str, np.ndarray] = {}
+        for p in self.cfg.policies:
+            ms = [m for m in self._minis if m.policy == p]
+            hit[p] = np.array([_ratio(m.hits, m.expected) for m in ms])
+            byte_hit[p] = np.array([_ratio(m.byte_hits, m.expected_bytes) for m in ms])
+            weight[p] = np.array([m.weight for m in ms])
+        return MissRatioCurves(self.sizes.copy(), hit, byte_hit, weight, self._obj)
+
+    def clone(self) -> MRCEstimator:
+        """Independent copy, miniature-cache state included."""
+        import copy
+
+        new = copy.copy(self)
+        new._minis = [
+            _Mini(**{**m.__dict__, "sim": m.sim.clone() if m.sim is not None else None})  # type: ignore[attr-defined]
+            for m in self._minis
+        ]
+        if self._rank is None:
+            new._known, new._ids = self._known.copy(), self._ids.copy()
+        return new
+
+    # -- internals ----------------------------------------------------------------------------------------
+    def _rate_for(self, size: int) -> float:
+        data = max(size - self._fixed, 1)
+        want = self.cfg.min_objects * self._obj / data
+        r = min(max(self.base_rate, want), max(self.cfg.max_rate, self.base_rate), 1.0)
+        return float(min(r, self._stream_rate))
+
+    def _build(self) -> None:
+        from cachetuner.sim import TieredCacheSim
+
+        self._known = np.zeros(0, dtype=np.int64)
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._dyn_cap = 1 << 12
+        self._minis: list[_Mini] = []
+        i = 0
+        for p in self.cfg.policies:
+            for s in self.sizes.tolist():
+                r = self._rate_for(int(s))
+                m = _Mini(policy=p, size=int(s), rate=r, thr=threshold(r, self.cfg.modulus))
+                data = int(s) - self._fixed
+                self._minis.append(m)
+                i += 1
+                if data <= 0:
+                    continue
+                cfg = self._base_config.evolve(maxmemory=max(1, int(round(data * r))), maxmemory_policy=p)
+                n = self._capacity(m)
+                m.sim = TieredCacheSim(n_keys=n, config=cfg, params=self._mini_params, seed=self._seed * 1009 + i,
+                                       key_bytes=self._key_bytes(m))
+
+    def _capacity(self, m: _Mini) -> int:
+        if self._rank is not None:
+            return max(int(np.searchsorted(self._hv_sorted, m.thr)), 1)
+        return self._dyn_cap
+
+    def _key_bytes(self, m: _Mini) -> np.ndarray:
+        return np.full(self._capacity(m), self._key_len, dtype=np.int64)
+
+    def _dynamic_ids(self, keys: np.ndarray) -> np.ndarray:
+        """Arbitrary (live) key ids -> dense local ids shared by every miniature cache."""
+        uniq = np.unique(keys)
+        pos = np.searchsorted(self._known, uniq)
+        found = (pos < len(self._known)) & (self._known[np.minimum(pos, max(len(self._known) - 1, 0))] == uniq) \
+            if len(self._known) else np.zeros(len(uniq), dtype=bool)
+        new = uniq[~found]
+        if len(new):
+            start = len(self._known)
+            if start + len(new) > self._dyn_cap:
+                cap = self._dyn_cap
+                while cap < start + len(new):
+                    cap *= 2
+                known, ids = self._known, self._ids
+                self._rebuild_dynamic(cap)  # warm state is lost once per doubling (stated in the docs)
+                self._known, self._ids = known, ids
+            allk = np.concatenate([self._known, new])
+            alli = np.concatenate([self._ids, np.arange(start, start + len(new), dtype=np.int64)])
+            order = np.argsort(allk, kind="stable")
+            self._known, self._ids = allk[order], alli[order]
+        return self._ids[np.searchsorted(self._known, keys)]
+
+    def _rebuild_dynamic(self, cap: int) -> None:
+        old = self._minis
+        self._build()
+        self._dyn_cap = cap
+        from cachetuner.sim import TieredCacheSim
+
+        for j, (m, o) in enumerate(zip(self._minis, old, strict=True)):
+            if o.sim is None:
+                continue
+            m.sim = TieredCacheSim(n_keys=cap, config=o.sim.config, params=self._mini_params,  # type: ignore[attr-defined]
+                                   seed=self._seed * 1009 + j, key_bytes=self._key_bytes(m))
+            m.hits, m.byte_hits, m.expected, m.expected_bytes, m.weight = (
+                o.hits, o.byte_hits, o.expected, o.expected_bytes, o.weight)
+
+
+def _ratio(a: float, b: float) -> float:
+    if b <= 0:
+        return math.nan
+    return float(min(max(a / b, 0.0), 1.0))
+
+
+__all__ = ["MRCEstimator", "fixed_bytes", "mini_params"]

@@ -1,0 +1,136 @@
+"""``cachetuner evaluate`` as a function: resolve the configs, run the controllers, log to MLflow.
+
+Used by the CLI and the demo (which print from its result). The env config comes from ``--config``,
+else from the model's training config (so a policy is evaluated under the observation pipeline it
+was trained with), else defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from cachetuner.agent.config import TrainConfig
+from cachetuner.control import DEFAULT_EVALUATION, build_controllers
+from cachetuner.control.learned import CONFIG_SIDECAR, DEFAULT_MODEL, SHIPPED_DIR, load_policy
+from cachetuner.env import EnvConfig, WorkloadSpec
+from cachetuner.errors import ConfigError
+from cachetuner.evaluation.compare import EvalReport, evaluate_controllers
+from cachetuner.evaluation.episode import SUMMARY_FIELDS
+
+
+def resolve_train_config(model: str | Path | None, config: Path | None) -> tuple[TrainConfig, Path | None]:
+    """``--config``, else the model's ``train_config.yaml`` (``default``: the shipped one), else defaults."""
+    if config is not None:
+        return TrainConfig.from_yaml(config), config
+    if model is not None:
+        side = SHIPPED_DIR / CONFIG_SIDECAR if str(model) == DEFAULT_MODEL else Path(model).parent / CONFIG_SIDECAR
+        if side.is_file():
+            return TrainConfig.from_yaml(side), side
+    return TrainConfig(experiment="evaluate", total_timesteps=1), None
+
+
+def evaluation_env(
+    cfg: TrainConfig,
+    *,
+    trace: str | None = None,
+    fmt: str = "auto",
+    size_model: str | None = None,
+    rate: float | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    params: dict[str, Any] | None = None,
+    workload: int = 0,
+    intervals: int | None = None,
+    prices: str | None = None,
+) -> tuple[EnvConfig, int]:
+    """The env config to evaluate on (``trace`` replaces the config's evaluation workloads)."""
+    env_cfg = cfg.eval_env_config()
+    if trace is not None:
+        spec = WorkloadSpec(trace=trace, format=fmt, size_model=size_model, rate=rate, limit=limit, seed=seed,
+                            params=params or {})
+        env_cfg = env_cfg.model_copy(update={"workloads": [spec]})
+        workload = 0
+    elif workload >= len(env_cfg.workloads):
+        raise ConfigError(f"--workload {workload}: the config has {len(env_cfg.workloads)} evaluation workloads")
+    update: dict[str, Any] = {"episode_intervals": intervals}
+    if prices is not None:
+        from cachetuner.env.prices import PricesConfig
+
+        update["prices"] = PricesConfig(preset=prices)  # type: ignore[arg-type]
+    data = env_cfg.model_dump()
+    data.update(update)
+    if prices is not None:
+        data["prices"] = update["prices"].model_dump()
+    return EnvConfig.model_validate(data), workload
+
+
+def run_evaluation(
+    *,
+    model: str | Path | None,
+    trace: str | None,
+    fmt: str = "auto",
+    size_model: str | None = None,
+    rate: float | None = None,
+    seed: int = 0,
+    limit: int | None = None,
+    params: dict[str, Any] | None = None,
+    config: Path | None = None,
+    controllers: list[str] | None = None,
+    workload: int = 0,
+    intervals: int | None = None,
+    prices: str | None = None,
+    tracking_uri: str | None = None,
+    console: Console | None = None,
+) -> tuple[dict[str, Any], EvalReport]:
+    """Run ``model`` and the other controllers on the same traffic and log the comparison to MLflow.
+
+    Returns the JSON-ready summary (with ``mlflow_run_id``) and the :class:`EvalReport`.
+    """
+    import mlflow
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from cachetuner.agent.plots import episode_figures
+    from cachetuner.tracking import log_figure_png, run_name, setup_tracking
+
+    cfg, cfg_source = resolve_train_config(model, config)
+    env_cfg, workload = evaluation_env(cfg, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed,
+                                       limit=limit, params=params, workload=workload, intervals=intervals,
+                                       prices=prices)
+    names = controllers or [t for t in DEFAULT_EVALUATION if t != "ppo" or model is not None]
+    artifact = load_policy(model, config=config) if (model is not None and "ppo" in names) else None
+    built = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
+    console = console or Console(stderr=True)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as prog:
+        tasks = {n: prog.add_task(f"{n}: waiting", total=None) for n in built}
+
+        def tick(name: str, n: int) -> None:
+            prog.update(tasks[name], description=f"{name}: interval {n}")
+
+        report = evaluate_controllers(env_cfg, built, seed=seed, workload=workload, on_interval=tick)
+
+    result = report.to_json()
+    setup_tracking(tracking_uri, experiment=cfg.experiment)
+    label = "SimRedisDiscrete-v0" if env_cfg.actions.space == "discrete12" else "SimRedis-v0"
+    with mlflow.start_run(run_name=run_name(label, f"{cfg.experiment}-eval", seed)) as run:
+        mlflow.set_tags({"kind": "evaluate", "workload": report.workload, "model_path": str(model or "")})
+        mlflow.log_params({"trace": trace or report.workload, "format": fmt, "size_model": str(size_model),
+                           "rate": str(rate), "limit": str(limit), "tuners": ",".join(names), "seed": seed,
+                           "config": str(cfg_source or "defaults"), "prices": str(prices or "config")})
+        mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in result["tuners"].items() for k, v in s.items()
+                            if isinstance(v, int | float) and not isinstance(v, bool)})
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "evaluation.json"
+            p.write_text(json.dumps({"summary": result, "records": report.records_json()}))
+            mlflow.log_artifact(str(p), artifact_path="eval")
+        mlflow.log_table({"tuner": list(result["tuners"]),
+                          **{k: [s[k] for s in result["tuners"].values()] for k in SUMMARY_FIELDS}},
+                         artifact_file="eval/table.json")
+        for key, fig in episode_figures({k: r.records for k, r in report.results.items()}, report.workload).items():
+            log_figure_png(fig, f"eval_{key}")
+        result["mlflow_run_id"] = run.info.run_id
+    return result, report

@@ -1,0 +1,231 @@
+"""``cachetuner evaluate --suite``: every controller x every held-out trace x price regimes x seeds.
+
+Each cell (trace, prices, seed) runs every controller on its own fresh env over identical traffic
+(:func:`~cachetuner.evaluation.compare.evaluate_controllers`); the summary gives, per controller,
+``savings_vs_default`` and ``regret`` (vs the cheapest hindsight reference of each cell) with a 95 %
+t-interval over cells, the worst regret, mean hit ratio and mean maxmemory. Traces the model was
+trained on are refused: a suite measures generalisation, not recall.
+
+MLflow: one parent run (``tags.kind = suite``) with a child run per cell, the cells and summary as
+JSON artifacts and a summary plot (cost relative to the best hindsight reference, per controller and
+trace).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+
+from cachetuner.control import build_controllers
+from cachetuner.control.learned import load_policy
+from cachetuner.errors import ConfigError
+from cachetuner.evaluation.compare import evaluate_controllers
+from cachetuner.reports.evaluate import evaluation_env, resolve_train_config
+from cachetuner.yamlconfig import load_model
+
+
+class SuiteTrace(BaseModel):
+    """One held-out trace (the arguments of ``cachetuner evaluate --trace``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trace: str
+    name: str | None = None
+    format: str = "auto"
+    size_model: str | None = "fixed:4096"
+    rate: float | None = Field(100.0, gt=0)
+    limit: int | None = Field(None, ge=1)
+
+    @property
+    def label(self) -> str:
+        return self.name or Path(self.trace).name
+
+
+class SuiteVariant(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    traces: list[SuiteTrace] | None = None
+    prices: list[str] | None = None
+    seeds: list[int] | None = None
+    intervals: int | None = None
+    controllers: list[str] | None = None
+
+
+class SuiteConfig(BaseModel):
+    """``experiments/suite.yaml``: the default suite, and its ``full`` variant (``--full``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "suite"
+    model: str | None = Field("default", description="policy for the ppo controller: a path, runs:/ URI or default")
+    controllers: list[str] = Field(
+        default_factory=lambda: ["ppo", "mrc", "static-default", "best-static", "dp-hindsight", "hill-climb"]
+    )
+    traces: list[SuiteTrace] = Field(..., min_length=1)
+    prices: list[str] = Field(default_factory=lambda: ["scaled"], description="price presets (cachetuner.env.prices)")
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    intervals: int | None = Field(None, ge=1, description="episode length; None = whole traces")
+    full: SuiteVariant | None = None
+
+    def resolved(self, full: bool) -> SuiteConfig:
+        if not full or self.full is None:
+            return self
+        upd = {k: v for k, v in self.full.model_dump().items() if v is not None}
+        upd["traces"] = self.full.traces or self.traces
+        return self.model_copy(update={**upd, "full": None})
+
+
+def _ci95(xs: list[float]) -> list[float] | None:
+    a = np.asarray([x for x in xs if x is not None and math.isfinite(x)], float)
+    if len(a) < 2:
+        return None
+    half = 1.96 * a.std(ddof=1) / math.sqrt(len(a))
+    return [float(a.mean() - half), float(a.mean() + half)]
+
+
+def summarise_cells(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per controller: mean and CI of savings and regret over cells, worst regret, mean hit ratio/memory."""
+    out: dict[str, Any] = {}
+    names = list(dict.fromkeys(t for c in cells for t in c["tuners"]))
+    for t in names:
+        rows = [c["tuners"][t] for c in cells if t in c["tuners"]]
+        sav = [r["savings_vs_default"] for r in rows if r.get("savings_vs_default") is not None]
+        reg = [r["regret"] for r in rows if r.get("regret") is not None]
+        out[t] = {
+            "savings_vs_default": {"mean": float(np.mean(sav)) if sav else None, "ci": _ci95(sav)},
+            "regret": {"mean": float(np.mean(reg)) if reg else None, "ci": _ci95(reg),
+                       "max": float(np.max(reg)) if reg else None},
+            "hit_ratio": float(np.mean([r["hit_ratio"] for r in rows])),
+            "mean_maxmemory_bytes": float(np.mean([r["mean_maxmemory_bytes"] for r in rows])),
+            "costlier_than_default": int(sum(1 for s in sav if s < -1e-9)),
+            "hindsight": bool(rows[0].get("hindsight", False)),
+            "cells": len(rows),
+        }
+    return out
+
+
+def _training_traces(raw: dict[str, Any]) -> set[str]:
+    env = raw.get("env") or {}
+    found = {str(w.get("trace")) for w in env.get("workloads", [])}
+    return {Path(t).name if not t.startswith(("synthetic:", "bundled:")) else t for t in found}
+
+
+def run_suite(
+    path: Path,
+    *,
+    model: str | None = None,
+    full: bool = False,
+    tracking_uri: str | None = None,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Run the suite at ``path``; one JSON-ready dict ``{"cells": [...], "summary": {...}, ...}``."""
+    import mlflow
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cachetuner.tracking import log_figure_png, setup_tracking
+
+    suite = load_model(SuiteConfig, path).resolved(full)
+    model = model or suite.model
+    names = [n for n in suite.controllers if n != "ppo" or model is not None]
+    artifact = load_policy(model) if (model is not None and "ppo" in names) else None
+    cfg, _src = resolve_train_config(model if artifact is not None else None, None)
+    if artifact is not None:
+        trained = _training_traces(artifact.raw_config)
+        for t in suite.traces:
+            if Path(t.trace).name in trained or t.trace in trained:
+                raise ConfigError(f"{path}: trace {t.trace!r} is in the model's training workloads; a suite needs held-out traces")
+    console = console or Console(stderr=True)
+    cells: list[dict[str, Any]] = []
+    setup_tracking(tracking_uri, experiment="cachetuner-suite")
+    grid = [(t, p, s) for t in suite.traces for p in suite.prices for s in suite.seeds]
+    with mlflow.start_run(run_name=f"suite-{suite.name}{'-full' if full else ''}") as parent, Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    ) as prog:
+        mlflow.set_tags({"kind": "suite", "suite": suite.name, "model": str(model or "")})
+        mlflow.log_params({"controllers": ",".join(names), "prices": ",".join(suite.prices),
+                           "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces)})
+        task = prog.add_task("suite", total=len(grid))
+        for tr, price, seed in grid:
+            prog.update(task, description=f"{tr.label} / {price} / seed {seed}")
+            env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
+                                        seed=seed, limit=tr.limit, intervals=suite.intervals, prices=price)
+            ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
+            rep = evaluate_controllers(env_cfg, ctls, seed=seed)
+            cell = {"trace": tr.label, "prices": price, "seed": seed, **rep.to_json()}
+            cells.append(cell)
+            with mlflow.start_run(run_name=f"{tr.label}-{price}-s{seed}", nested=True):
+                mlflow.set_tags({"kind": "suite-cell", "trace": tr.label, "prices": price})
+                mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in cell["tuners"].items() for k, v in s.items()
+                                    if isinstance(v, int | float) and not isinstance(v, bool)})
+            prog.advance(task)
+        summary = summarise_cells(cells)
+        result = {"suite": suite.name, "full": full, "model": model, "cells": cells, "summary": summary,
+                  "mlflow_run_id": parent.info.run_id}
+        for k, v in summary.items():
+            for m in ("savings_vs_default", "regret"):
+                if v[m]["mean"] is not None:
+                    mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "suite.json"
+            p.write_text(json.dumps(result, default=str))
+            mlflow.log_artifact(str(p), artifact_path="suite")
+        log_figure_png(suite_figure(cells), "suite_regret")
+    return result
+
+
+def suite_figure(cells: list[dict[str, Any]]) -> Any:
+    """Cost relative to the best hindsight reference (1 + regret), per controller, grouped by trace."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    traces = list(dict.fromkeys(c["trace"] for c in cells))
+    names = [n for n in dict.fromkeys(t for c in cells for t in c["tuners"])]
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(traces) * max(len(names), 1) / 4), 4))
+    w = 0.8 / max(len(names), 1)
+    for j, n in enumerate(names):
+        vals = []
+        for t in traces:
+            rs = [c["tuners"][n]["regret"] for c in cells if c["trace"] == t and n in c["tuners"]
+                  and c["tuners"][n]["regret"] is not None]
+            vals.append(1.0 + float(np.mean(rs)) if rs else np.nan)
+        ax.bar(np.arange(len(traces)) + j * w, vals, width=w, label=n)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(np.arange(len(traces)) + 0.4 - w / 2)
+    ax.set_xticklabels(traces, rotation=20, ha="right")
+    ax.set_ylabel("cost / best hindsight cost")
+    ax.set_title("evaluation suite: cost relative to the best hindsight reference")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def print_suite(res: dict[str, Any], out: Console) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"suite {res['suite']}{' (full)' if res['full'] else ''}: {len(res['cells'])} cells")
+    for col in ("controller", "savings vs default", "95% CI", "regret", "95% CI", "max regret", "costlier than default",
+                "hit ratio", "mean maxmemory"):
+        table.add_column(col, justify="left" if col == "controller" else "right", no_wrap=True)
+
+    def pct(x: Any) -> str:
+        return "n/a" if x is None else f"{x:+.1%}"
+
+    def ci(x: Any) -> str:
+        return "n/a" if not x else f"[{x[0]:+.1%}, {x[1]:+.1%}]"
+
+    for n, s in res["summary"].items():
+        table.add_row(n + (" (hindsight)" if s["hindsight"] else ""), pct(s["savings_vs_default"]["mean"]),
+                      ci(s["savings_vs_default"]["ci"]), pct(s["regret"]["mean"]), ci(s["regret"]["ci"]),
+                      pct(s["regret"]["max"]), f"{s['costlier_than_default']}/{s['cells']}", f"{s['hit_ratio']:.3f}",
+                      f"{s['mean_maxmemory_bytes'] / 2**20:.1f} MiB")
+    out.print(table)
+    out.print(f"MLflow run {res['mlflow_run_id']} (experiment cachetuner-suite)")

@@ -1,0 +1,142 @@
+"""Miss-ratio curves: accuracy against full simulation, the live (pre-sampled) path, windowing,
+monotone fitting, and the cost arithmetic the controllers read."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cachetuner.backend import RequestSample
+from cachetuner.config import RedisConfig
+from cachetuner.env.config import RewardConfig
+from cachetuner.env.reward import interval_cost
+from cachetuner.keysample import hash_sample_mask
+from cachetuner.metrics import MetricsSnapshot
+from cachetuner.mrc import MRCConfig, MRCEstimator, Prices, cost_curve, fixed_bytes, isotonic
+from cachetuner.sim import TieredCacheSim
+from cachetuner.sim.params import SimParams
+from cachetuner.sim.sizing import working_set_charge
+from cachetuner.traces import read_trace
+
+
+@pytest.fixture(scope="module")
+def web07():
+    return read_trace("bundled:web07", size_model="fixed:4096")
+
+
+def _feed(est: MRCEstimator, tr, chunk: int = 5000, rate: float = 1.0) -> None:
+    for i in range(0, len(tr), chunk):
+        j = min(len(tr), i + chunk)
+        keys = tr.keys[i:j]
+        if rate < 1.0:
+            m = hash_sample_mask(keys, rate)
+            gets = int(np.count_nonzero(tr.ops[i:j] == 0))
+            est.update(RequestSample(keys=keys[m], sizes=tr.sizes[i:j][m], timestamps=tr.timestamps[i:j][m],
+                                     ops=tr.ops[i:j][m], ttls=tr.ttls[i:j][m], rate=rate),
+                       total_gets=gets, total_get_bytes=int(tr.sizes[i:j].sum()))
+        else:
+            est.update(RequestSample(keys=keys, sizes=tr.sizes[i:j], timestamps=tr.timestamps[i:j],
+                                     ops=tr.ops[i:j], ttls=tr.ttls[i:j]))
+
+
+def _bounds(tr, p: SimParams) -> tuple[int, int, float]:
+    ws = int(working_set_charge(tr, p) + fixed_bytes(p))
+    return int(0.05 * ws), ws, (ws - fixed_bytes(p)) / tr.n_keys
+
+
+def test_curves_match_full_simulation(web07) -> None:
+    p = SimParams()
+    lo, hi, obj = _bounds(web07, p)
+    cfg = MRCConfig(n_sizes=8, half_life_gets=1e12, min_keys=2000)
+    est = MRCEstimator(cfg, (lo, hi), n_keys_hint=web07.n_keys, mean_object_bytes=obj, sim_params=p)
+    _feed(est, web07)
+    curves = est.curves()
+    assert curves.ready(1.0) and len(curves.sizes) == 8
+    full = p.model_copy(update={"model_latency": False})
+    for pol in cfg.policies:
+        errs = []
+        for size, h in zip(curves.sizes, curves.hit[pol], strict=True):
+            sim = TieredCacheSim.for_trace(web07, RedisConfig(maxmemory=int(size), maxmemory_policy=pol), full)
+            errs.append(abs(sim.run_counts(web07, 0, len(web07)).hit_ratio - h))
+        assert np.mean(errs) < 0.03, (pol, errs)
+        assert max(errs) < 0.08, (pol, errs)
+
+
+def test_live_presampled_stream_gives_the_same_curves_as_the_dense_path(web07) -> None:
+    """Arbitrary key ids, a stream already sampled at 5 % by the same hash, SHARDS-adj from the totals."""
+    p = SimParams()
+    lo, hi, obj = _bounds(web07, p)
+    cfg = MRCConfig(n_sizes=6, half_life_gets=1e12, rate=0.05, min_keys=0, min_objects=0)
+    dense = MRCEstimator(cfg, (lo, hi), n_keys_hint=web07.n_keys, mean_object_bytes=obj, sim_params=p)
+    live = MRCEstimator(cfg, (lo, hi), n_keys_hint=None, mean_object_bytes=obj, sim_params=p)
+    _feed(dense, web07)
+    _feed(live, web07, rate=0.05)
+    a, b = dense.curves(), live.curves()
+    for pol in cfg.policies:
+        assert np.max(np.abs(a.hit[pol] - b.hit[pol])) < 0.03, (a.hit[pol], b.hit[pol])
+
+
+def test_window_follows_a_shift() -> None:
+    """After the hot set moves to keys never seen before, a short window forgets the old phase."""
+    rng = np.random.default_rng(0)
+    from cachetuner.traces.trace import Trace
+
+    keys = np.concatenate([rng.zipf(1.2, 40000) % 2000, 2000 + rng.integers(0, 20000, 40000)]).astype(np.int64)
+    n = len(keys)
+    tr = Trace(name="shift", timestamps=np.arange(n, dtype=float), keys=keys, sizes=np.full(n, 1000, np.int64),
+               ops=np.zeros(n, np.uint8), ttls=np.zeros(n), n_keys=22000, key_bytes=np.full(22000, 16, np.int64),
+               read_only=True)
+    p = SimParams()
+    est = MRCEstimator(MRCConfig(n_sizes=6, half_life_gets=300, rate=0.1, min_keys=0), (4 << 20, 40 << 20),
+                       n_keys_hint=tr.n_keys, mean_object_bytes=1100, sim_params=p)
+    _feed(est, _cut(tr, 0, 40000), chunk=4000)
+    before = est.curves().hit["allkeys-lru"][0]
+    _feed(est, _cut(tr, 40000, n), chunk=4000)
+    after = est.curves().hit["allkeys-lru"][0]
+    # phase 2 is uniform over 20,000 new keys: the smallest cache holds ~1,700 of them (~9 % hits)
+    assert before > 0.5 and after < 0.25, (before, after)
+
+
+def _cut(tr, a: int, b: int):
+    from cachetuner.traces.trace import Trace
+
+    return Trace(name=tr.name, timestamps=tr.timestamps[a:b], keys=tr.keys[a:b], sizes=tr.sizes[a:b], ops=tr.ops[a:b],
+                 ttls=tr.ttls[a:b], n_keys=tr.n_keys, key_bytes=tr.key_bytes, read_only=tr.read_only)
+
+
+@given(st.lists(st.floats(0, 1), min_size=2, max_size=30))
+@settings(max_examples=60, deadline=None)
+def test_isotonic_is_monotone_and_keeps_the_mean(ys: list[float]) -> None:
+    y = np.asarray(ys)
+    fit = isotonic(y)
+    assert np.all(np.diff(fit) >= -1e-12)
+    assert fit.mean() == pytest.approx(y.mean(), abs=1e-9)
+
+
+def test_predicted_cost_is_the_rewards_arithmetic() -> None:
+    rw = RewardConfig(memory_cost_per_gb_hour=100.0, miss_cost=0.0002, slo_penalty=0.0, switch_cost=0.0)
+    snap = MetricsSnapshot(interval_s=10.0, gets=1000, hits=700, misses=300, maxmemory=64 << 20, latency_p95_ms=5.0)
+    real = interval_cost(snap, changed=False, cfg=rw, slo_p95_ms=1500)["total"]
+    prices = Prices(memory_per_gib_hour=100.0, miss=0.0002, interval_s=10.0)
+    assert float(prices.interval_cost(np.array([64 << 20]), np.array([0.7]), 1000)[0]) == pytest.approx(real)
+
+
+def test_p95_prediction_crosses_the_slo_where_misses_exceed_five_percent() -> None:
+    prices = Prices(memory_per_gib_hour=1.0, miss=1.0, slo_penalty=10.0, slo_p95_ms=1000.0)
+    p95 = prices.p95_ms(np.array([0.01, 0.04, 0.2, 0.9]))
+    assert p95[0] < 1 and p95[1] < 1  # a hit is the 95th percentile
+    assert p95[2] > 300 and p95[3] > p95[2]  # a model call is
+
+
+def test_cost_curve_prefers_a_small_cache_when_memory_is_dear(web07) -> None:
+    p = SimParams()
+    lo, hi, obj = _bounds(web07, p)
+    est = MRCEstimator(MRCConfig(n_sizes=8, half_life_gets=1e12), (lo, hi), n_keys_hint=web07.n_keys,
+                       mean_object_bytes=obj, sim_params=p)
+    _feed(est, web07)
+    cheap = cost_curve(est.curves(), Prices(memory_per_gib_hour=0.0, miss=1.0), 1000, (lo, hi))
+    dear = cost_curve(est.curves(), Prices(memory_per_gib_hour=1e9, miss=1.0), 1000, (lo, hi))
+    assert cheap.best_size >= 0.9 * hi
+    assert dear.best_size <= 1.1 * lo
