@@ -124,19 +124,46 @@ class TargetRunner:
         except Exception as e:  # noqa: BLE001 (any backend failure: hold and back off)
             self.observe_error = scrub_text(f"{type(e).__name__}: {e}")
 
-    # ------------------------------------------------------------------ decide + apply
+    # ------------------------------------------------------------------ step
     def step(self, iteration: int, override: RedisConfig | None = None, follower: bool = False) -> StepReport:
-        """Decide and apply for this iteration (after :meth:`observe`)."""
+        """Decide and apply for this iteration (after :meth:`observe`), in the order of the module docstring."""
         self.iteration = iteration
         rep = StepReport(snapshot=self.snapshot)
         now = time.time()
+        restarted = self._read_target(now, rep)
+        if restarted is None:
+            return rep
+        cur = self.current
+        assert cur is not None
+        slo = self._judge(rep)
+        base = self._record_base(self.snapshot, slo, cur)
+        if restarted:
+            self._reapply_after_restart(cur, base, rep)
+        elif not slo.judged:
+            self._hold_stale(base, rep)
+        else:
+            if self.status == "stale":
+                self.status = "ok"
+            self._track_known_good(cur, slo)
+            if self._rollback_due(cur, slo):
+                self._rollback(slo, base, rep)
+            else:
+                self._decide_and_apply(cur, slo, now, base, rep, override, follower)
+        return rep
+
+    # ------------------------------------------------------------------ step: read/probe
+    def _read_target(self, now: float, rep: StepReport) -> bool | None:
+        """Read the config in place and check the server identity; None when the target is unreachable
+        (``rep`` is then complete), else whether Redis restarted since the last step."""
         if self.observe_error is not None:
-            return self._unreachable(self.observe_error, now, rep)
+            self._unreachable(self.observe_error, now, rep)
+            return None
         try:
             self.current = self._read_config()
             restarted = self._check_identity()
         except Exception as e:  # noqa: BLE001
-            return self._unreachable(scrub_text(f"{type(e).__name__}: {e}"), now, rep)
+            self._unreachable(scrub_text(f"{type(e).__name__}: {e}"), now, rep)
+            return None
         if self.status in ("unreachable", "backoff", "starting"):
             if self.status != "starting":
                 self._event("recovered", previous=self.status)
@@ -145,113 +172,10 @@ class TargetRunner:
         self.metrics.up.labels(self.name).set(1)
         if self.pending:
             self._reconcile()
-        cur = self.current
-        assert cur is not None
-        self.metrics.set_config(self.name, cur)
-        snap = self.snapshot
-        slo = evaluate_slo(self.target.slo, snap)
-        rep.fresh = slo.judged
-        self.metrics.stale.labels(self.name).set(0 if slo.judged else 1)
-        base = self._record_base(snap, slo, cur)
+        assert self.current is not None
+        self.metrics.set_config(self.name, self.current)
+        return restarted
 
-        if restarted:
-            rep.action = "reapply_after_restart"
-            lkg = self.state.last_known_good
-            if lkg is not None and lkg != cur:
-                rep.applied = self._apply(lkg, "reapply_after_restart", base, reason="Redis restarted and forgot CONFIG SET")
-            else:
-                self._decision(base, "hold", reason="Redis restarted; config already known-good or none known")
-            return rep
-
-        if not slo.judged:
-            self.status = "stale"
-            rep.action, rep.vetoed_by = "hold_stale", "stale"
-            self.metrics.vetoed.labels(self.name, "stale").inc()
-            self._decision(base, "hold_stale", reason="metrics stale or missing: config held")
-            return rep
-
-        if self.status == "stale":
-            self.status = "ok"
-        st = self.state
-        st.fresh_since_change += 1
-        if slo.ok:
-            st.good_streak += 1
-            # the first interval after a change may straddle it: trust a config only after it passed
-            # the SLO for `known_good_after` consecutive fresh intervals
-            if (
-                st.good_streak >= self.target.rollback.known_good_after
-                and not bounds_violations(cur, self.target.bounds)
-                and st.last_known_good != cur
-            ):
-                st.last_known_good = cur
-                self._event("known_good", config=cur.model_dump(), good_streak=st.good_streak)
-                self._maybe_rewrite(cur)
-        else:
-            st.good_streak = 0
-
-        if (
-            slo.breached
-            and self.target.rollback.enabled
-            and st.last_change_at is not None
-            and st.fresh_since_change <= self.target.rollback.window_intervals
-            and st.last_known_good is not None
-            and st.last_known_good != cur
-        ):
-            rep.action, rep.rollback = "rollback", True
-            self.metrics.rollbacks.labels(self.name).inc()
-            rep.applied = self._apply(
-                st.last_known_good, "rollback", base, reason=f"SLO breached after change: {'; '.join(slo.breaches)}"
-            )
-            return rep
-
-        if follower:
-            proposal = override
-            if proposal is None:
-                rep.action = "hold"
-                self._decision(base, "hold", reason="staged rollout: waiting for the canary")
-                return rep
-        else:
-            assert self.policy is not None
-            try:
-                proposal = self.policy.decide(PolicyInput(self.name, snap, cur))  # type: ignore[arg-type]
-            except Exception as e:  # noqa: BLE001 (a policy bug must not stop the daemon)
-                rep.action = "policy_error"
-                self._decision(base, "policy_error", reason=scrub_text(f"{type(e).__name__}: {e}"))
-                log.exception("policy failed on target %s", self.name)
-                return rep
-        base["proposal"] = _cfg(proposal)
-        extra = getattr(self.policy, "last_info", None) if not follower else None
-        if extra:
-            base["policy_info"] = extra
-        if proposal == cur:
-            rep.action = "hold"
-            self._decision(base, "hold", reason="policy proposes the current config")
-            return rep
-        ctx = GuardContext(self.name, now, cur, snap, slo, st.last_change_at)
-        verdict = self.chain.evaluate(proposal, ctx)
-        base["verdict"] = verdict.to_dict()
-        if not verdict.ok:
-            rep.action, rep.vetoed_by = "veto", verdict.vetoed_by
-            self.metrics.vetoed.labels(self.name, str(verdict.vetoed_by)).inc()
-            self._decision(base, "veto", reason=f"{verdict.vetoed_by}: {verdict.reason}")
-            return rep
-        assert verdict.config is not None
-        if verdict.config == cur:
-            rep.action = "hold"
-            self._decision(base, "hold", reason="guardrails reduced the proposal to the current config")
-            return rep
-        if not self.apply_backoff.ready(now):
-            rep.action = "hold_apply_backoff"
-            self._decision(
-                base, "hold_apply_backoff", reason=f"last CONFIG SET failed; retry in {self.apply_backoff.until - now:.1f} s"
-            )
-            return rep
-        action = "promote" if follower else "change"
-        rep.action = action
-        rep.applied = self._apply(verdict.config, action, base, verdict=verdict)
-        return rep
-
-    # ------------------------------------------------------------------ pieces
     def _read_config(self) -> RedisConfig:
         if self.probe is not None:
             return self.probe.config()
@@ -276,18 +200,228 @@ class TargetRunner:
         self._save_state()
         return True
 
-    def _unreachable(self, err: str, now: float, rep: StepReport) -> StepReport:
+    def _unreachable(self, err: str, now: float, rep: StepReport) -> None:
+        """Hold: mark the target down and back off (an event only when the error changes)."""
         rep.action = "unreachable"
         self.metrics.up.labels(self.name).set(0)
         if err == "backoff":
             self.status = "backoff"
-            return rep
+            return
         delay = self.conn_backoff.fail(now)
         if self.status != "unreachable" or self.last_error != err:
             self._event("unreachable", error=err, retry_in_s=round(delay, 2))
         self.status, self.last_error = "unreachable", err
-        return rep
 
+    def _judge(self, rep: StepReport) -> SLOReport:
+        """The SLO verdict on the interval just observed (not judged = stale or missing metrics)."""
+        slo = evaluate_slo(self.target.slo, self.snapshot)
+        rep.fresh = slo.judged
+        self.metrics.stale.labels(self.name).set(0 if slo.judged else 1)
+        return slo
+
+    # ------------------------------------------------------------------ step: protective paths
+    def _reapply_after_restart(self, cur: RedisConfig, base: dict[str, Any], rep: StepReport) -> None:
+        rep.action = "reapply_after_restart"
+        lkg = self.state.last_known_good
+        if lkg is not None and lkg != cur:
+            rep.applied = self._apply(lkg, "reapply_after_restart", base, reason="Redis restarted and forgot CONFIG SET")
+        else:
+            self._decision(base, "hold", reason="Redis restarted; config already known-good or none known")
+
+    def _hold_stale(self, base: dict[str, Any], rep: StepReport) -> None:
+        self.status = "stale"
+        rep.action, rep.vetoed_by = "hold_stale", "stale"
+        self.metrics.vetoed.labels(self.name, "stale").inc()
+        self._decision(base, "hold_stale", reason="metrics stale or missing: config held")
+
+    def _track_known_good(self, cur: RedisConfig, slo: SLOReport) -> None:
+        """Count fresh intervals since the last change; promote ``cur`` to last known-good after
+        ``known_good_after`` consecutive intervals within the SLO (and within bounds)."""
+        st = self.state
+        st.fresh_since_change += 1
+        if not slo.ok:
+            st.good_streak = 0
+            return
+        st.good_streak += 1
+        # the first interval after a change may straddle it: trust a config only after it passed
+        # the SLO for `known_good_after` consecutive fresh intervals
+        if (
+            st.good_streak >= self.target.rollback.known_good_after
+            and not bounds_violations(cur, self.target.bounds)
+            and st.last_known_good != cur
+        ):
+            st.last_known_good = cur
+            self._event("known_good", config=cur.model_dump(), good_streak=st.good_streak)
+            self._maybe_rewrite(cur)
+
+    def _rollback_due(self, cur: RedisConfig, slo: SLOReport) -> bool:
+        """SLO breached within ``rollback.window_intervals`` fresh intervals after a change, with a
+        different known-good config to go back to."""
+        st, rb = self.state, self.target.rollback
+        return (
+            slo.breached
+            and rb.enabled
+            and st.last_change_at is not None
+            and st.fresh_since_change <= rb.window_intervals
+            and st.last_known_good is not None
+            and st.last_known_good != cur
+        )
+
+    def _rollback(self, slo: SLOReport, base: dict[str, Any], rep: StepReport) -> None:
+        lkg = self.state.last_known_good
+        assert lkg is not None
+        rep.action, rep.rollback = "rollback", True
+        self.metrics.rollbacks.labels(self.name).inc()
+        rep.applied = self._apply(lkg, "rollback", base, reason=f"SLO breached after change: {'; '.join(slo.breaches)}")
+
+    # ------------------------------------------------------------------ step: decide, guard, apply
+    def _decide_and_apply(
+        self,
+        cur: RedisConfig,
+        slo: SLOReport,
+        now: float,
+        base: dict[str, Any],
+        rep: StepReport,
+        override: RedisConfig | None,
+        follower: bool,
+    ) -> None:
+        proposal = self._propose(cur, base, rep, override, follower)
+        if proposal is None:
+            return
+        verdict = self._guard(proposal, cur, slo, now, base, rep)
+        if verdict is None:
+            return
+        assert verdict.config is not None
+        action = "promote" if follower else "change"
+        rep.action = action
+        rep.applied = self._apply(verdict.config, action, base, verdict=verdict)
+
+    def _propose(
+        self, cur: RedisConfig, base: dict[str, Any], rep: StepReport, override: RedisConfig | None, follower: bool
+    ) -> RedisConfig | None:
+        """The policy's proposal (a follower's is the canary's ``override``); None when there is none
+        or it is the current config (the hold is recorded)."""
+        if follower:
+            proposal = override
+            if proposal is None:
+                rep.action = "hold"
+                self._decision(base, "hold", reason="staged rollout: waiting for the canary")
+                return None
+        else:
+            assert self.policy is not None
+            try:
+                proposal = self.policy.decide(PolicyInput(self.name, self.snapshot, cur))  # type: ignore[arg-type]
+            except Exception as e:  # noqa: BLE001 (a policy bug must not stop the daemon)
+                rep.action = "policy_error"
+                self._decision(base, "policy_error", reason=scrub_text(f"{type(e).__name__}: {e}"))
+                log.exception("policy failed on target %s", self.name)
+                return None
+        base["proposal"] = _cfg(proposal)
+        extra = getattr(self.policy, "last_info", None) if not follower else None
+        if extra:
+            base["policy_info"] = extra
+        if proposal == cur:
+            rep.action = "hold"
+            self._decision(base, "hold", reason="policy proposes the current config")
+            return None
+        return proposal
+
+    def _guard(
+        self, proposal: RedisConfig, cur: RedisConfig, slo: SLOReport, now: float, base: dict[str, Any], rep: StepReport
+    ) -> Verdict | None:
+        """The guard chain's verdict on ``proposal``, or None when it vetoed, reduced the proposal to the
+        current config, or the apply backoff is running (the veto or hold is recorded)."""
+        ctx = GuardContext(self.name, now, cur, self.snapshot, slo, self.state.last_change_at)
+        verdict = self.chain.evaluate(proposal, ctx)
+        base["verdict"] = verdict.to_dict()
+        if not verdict.ok:
+            rep.action, rep.vetoed_by = "veto", verdict.vetoed_by
+            self.metrics.vetoed.labels(self.name, str(verdict.vetoed_by)).inc()
+            self._decision(base, "veto", reason=f"{verdict.vetoed_by}: {verdict.reason}")
+            return None
+        if verdict.config == cur:
+            rep.action = "hold"
+            self._decision(base, "hold", reason="guardrails reduced the proposal to the current config")
+            return None
+        if not self.apply_backoff.ready(now):
+            rep.action = "hold_apply_backoff"
+            self._decision(
+                base, "hold_apply_backoff", reason=f"last CONFIG SET failed; retry in {self.apply_backoff.until - now:.1f} s"
+            )
+            return None
+        return verdict
+
+    # ------------------------------------------------------------------ step: apply + verify
+    def _apply(
+        self, config: RedisConfig, action: str, base: dict[str, Any], *, reason: str = "", verdict: Verdict | None = None
+    ) -> bool:
+        """Final bounds check, intent, CONFIG SET (+ verify), outcome. Returns True when applied."""
+        rec = {**base, "action": action, "reason": reason, "to_apply": _cfg(config)}
+        if not self._final_bounds_ok(config, rec):
+            return False
+        if self.cfg.dry_run:
+            self._decision(rec, "dry_run", reason=f"dry-run: would {action}")
+            return False
+        did = self._new_id()
+        self.state.last_decision_id = did
+        self.audit.write({**rec, "decision_id": did, "phase": "intent"})
+        observed, ok, err = self._set_and_verify(config)
+        self.metrics.decisions.labels(self.name, action).inc()
+        if ok:
+            self._settle_applied(config)
+        else:
+            err = self._settle_refused(observed, err)
+        self._outcome(did, action, ok, observed, err)
+        self._save_state()
+        return ok
+
+    def _final_bounds_ok(self, config: RedisConfig, rec: dict[str, Any]) -> bool:
+        """The last line of defence right before ``CONFIG SET``; a refusal is recorded as a ``final_bounds`` veto."""
+        try:
+            assert_in_bounds(config, self.target.bounds, self.name)
+        except OutOfBoundsError as e:
+            self.metrics.vetoed.labels(self.name, "final_bounds").inc()
+            self._decision({**rec, "verdict": {"ok": False, "vetoed_by": "final_bounds", "reason": str(e)}}, "veto", str(e))
+            return False
+        return True
+
+    def _set_and_verify(self, config: RedisConfig) -> tuple[RedisConfig, bool, str | None]:
+        """``CONFIG SET`` through the backend, then read back what the target runs (through the probe
+        when there is one). Returns ``(observed, ok, error)``; never raises."""
+        try:
+            assert self.backend is not None
+            result = self.backend.apply(config)
+        except Exception as e:  # noqa: BLE001 (connection lost mid-apply, ...)
+            result = ApplyResult(ok=False, requested=config, applied=self.current or config, error=f"{type(e).__name__}: {e}")
+        observed = result.applied
+        if self.probe is not None:
+            with contextlib.suppress(Exception):  # unreadable: the backend's own verify stands
+                observed = self.probe.config()
+        ok = bool(result.ok) and observed == config
+        err = None if ok else scrub_text(result.error or f"verify: target runs {observed.model_dump()} not the requested config")
+        return observed, ok, err
+
+    def _settle_applied(self, config: RedisConfig) -> None:
+        """Bookkeeping after a verified change: the change clock restarts, the config is current."""
+        self.metrics.applied.labels(self.name).inc()
+        self.apply_backoff.succeed()
+        st = self.state
+        st.last_applied, st.last_change_at, st.last_change_iteration = config, time.time(), self.iteration
+        st.fresh_since_change, st.good_streak = 0, 0
+        self.current = config
+        self.metrics.set_config(self.name, config)
+        if self.status == "refused":
+            self.status = "ok"
+
+    def _settle_refused(self, observed: RedisConfig, err: str | None) -> str:
+        """Bookkeeping after a refused or unverified change: apply backoff; returns the error for the outcome."""
+        self.metrics.apply_errors.labels(self.name).inc()
+        delay = self.apply_backoff.fail(time.time())
+        self.status, self.last_error = "refused", err
+        self.current = observed
+        return f"{err} (next attempt in >= {delay:.1f} s)"
+
+    # ------------------------------------------------------------------ audit
     def _record_base(self, snap: MetricsSnapshot | None, slo: SLOReport, cur: RedisConfig) -> dict[str, Any]:
         return {
             "target": self.name,
@@ -318,57 +452,13 @@ class TargetRunner:
         self.audit.write({"phase": "event", "event": event, "target": self.name, "iteration": self.iteration, **fields})
         log.info("target %s: %s %s", self.name, event, fields)
 
-    def _apply(
-        self, config: RedisConfig, action: str, base: dict[str, Any], *, reason: str = "", verdict: Verdict | None = None
-    ) -> bool:
-        """Final bounds check, intent, CONFIG SET (+ verify), outcome. Returns True when applied."""
-        rec = {**base, "action": action, "reason": reason, "to_apply": _cfg(config)}
-        try:
-            assert_in_bounds(config, self.target.bounds, self.name)
-        except OutOfBoundsError as e:
-            self.metrics.vetoed.labels(self.name, "final_bounds").inc()
-            self._decision({**rec, "verdict": {"ok": False, "vetoed_by": "final_bounds", "reason": str(e)}}, "veto", str(e))
-            return False
-        if self.cfg.dry_run:
-            self._decision(rec, "dry_run", reason=f"dry-run: would {action}")
-            return False
-        did = self._new_id()
-        self.state.last_decision_id = did
-        self.audit.write({**rec, "decision_id": did, "phase": "intent"})
-        try:
-            assert self.backend is not None
-            result = self.backend.apply(config)
-        except Exception as e:  # noqa: BLE001 (connection lost mid-apply, ...)
-            result = ApplyResult(ok=False, requested=config, applied=self.current or config, error=f"{type(e).__name__}: {e}")
-        observed = result.applied
-        if self.probe is not None:
-            with contextlib.suppress(Exception):  # unreadable: the backend's own verify stands
-                observed = self.probe.config()
-        ok = bool(result.ok) and observed == config
-        err = None if ok else scrub_text(result.error or f"verify: target runs {observed.model_dump()} not the requested config")
-        self.metrics.decisions.labels(self.name, action).inc()
-        now = time.time()
-        if ok:
-            self.metrics.applied.labels(self.name).inc()
-            self.apply_backoff.succeed()
-            st = self.state
-            st.last_applied, st.last_change_at, st.last_change_iteration = config, now, self.iteration
-            st.fresh_since_change, st.good_streak = 0, 0
-            self.current = config
-            self.metrics.set_config(self.name, config)
-            if self.status == "refused":
-                self.status = "ok"
-        else:
-            self.metrics.apply_errors.labels(self.name).inc()
-            delay = self.apply_backoff.fail(now)
-            self.status, self.last_error = "refused", err
-            err = f"{err} (next attempt in >= {delay:.1f} s)"
-            self.current = observed
+    def _outcome(self, decision_id: str, action: str, ok: bool, observed: RedisConfig, err: str | None) -> None:
+        """The outcome line closing the intent ``decision_id``."""
         self.audit.write(
             {
                 "target": self.name,
                 "iteration": self.iteration,
-                "decision_id": did,
+                "decision_id": decision_id,
                 "phase": "outcome",
                 "action": action,
                 "outcome": "applied" if ok else "failed",
@@ -376,9 +466,8 @@ class TargetRunner:
                 "error": err,
             }
         )
-        self._save_state()
-        return ok
 
+    # ------------------------------------------------------------------ restart, persistence, health
     def _reconcile(self) -> None:
         """Close intents a killed daemon left open: compare with what the target actually runs."""
         assert self.current is not None
