@@ -1,7 +1,9 @@
 """Typed Redis configuration shared by the simulator, the live backend, the env and the daemon.
 
-Field names follow ``redis.conf`` with ``-`` replaced by ``_``; :meth:`RedisConfig.to_redis` gives
-the ``CONFIG SET`` parameter names and string values.
+Field names follow ``redis.conf`` with ``-`` replaced by ``_``; :data:`REDIS_PARAMS` is the one map
+from field to Redis parameter name, used by :meth:`RedisConfig.to_redis` (``CONFIG SET`` names and
+string values), :meth:`RedisConfig.from_redis` and everything that reads or sets the managed
+parameters (live backend, daemon probe and guardrails, chaos harness).
 """
 
 from __future__ import annotations
@@ -23,6 +25,21 @@ REDIS_POLICIES: tuple[str, ...] = (
 )
 #: Simulator-only reference policy: true LRU, no sampling (for exact cross-checks with libCacheSim).
 SIM_ONLY_POLICIES: tuple[str, ...] = ("exact-lru",)
+
+#: ``RedisConfig`` field -> Redis parameter name (``CONFIG SET``/``CONFIG GET``, ``redis.conf``), one
+#: entry per field, in the order of the fields (and of every ``CONFIG SET``/``CONFIG GET`` of them).
+REDIS_PARAMS: dict[str, str] = {
+    "maxmemory": "maxmemory",
+    "maxmemory_policy": "maxmemory-policy",
+    "maxmemory_samples": "maxmemory-samples",
+    "lfu_log_factor": "lfu-log-factor",
+    "lfu_decay_time": "lfu-decay-time",
+    "timeout": "timeout",
+}
+#: The Redis parameter names CacheTuner manages (the keys of :meth:`RedisConfig.to_redis`).
+REDIS_PARAM_NAMES: tuple[str, ...] = tuple(REDIS_PARAMS.values())
+#: Fields whose Redis value is a string as is; every other field is an integer.
+_STRING_FIELDS = frozenset({"maxmemory_policy"})
 
 Policy = Literal[
     "noeviction",
@@ -53,30 +70,17 @@ class RedisConfig(BaseModel):
         """``CONFIG SET`` names and values. ``exact-lru`` has no Redis equivalent and is refused."""
         if self.maxmemory_policy in SIM_ONLY_POLICIES:
             raise ValueError(f"maxmemory_policy={self.maxmemory_policy!r} exists only in the simulator")
-        return {
-            "maxmemory": str(self.maxmemory),
-            "maxmemory-policy": self.maxmemory_policy,
-            "maxmemory-samples": str(self.maxmemory_samples),
-            "lfu-log-factor": str(self.lfu_log_factor),
-            "lfu-decay-time": str(self.lfu_decay_time),
-            "timeout": str(self.timeout),
-        }
+        return {name: str(getattr(self, field)) for field, name in REDIS_PARAMS.items()}
 
     @classmethod
     def from_redis(cls, values: dict[str, str]) -> RedisConfig:
         """Inverse of :meth:`to_redis` (e.g. from ``CONFIG GET``); unknown names are ignored."""
-        names = {
-            "maxmemory": "maxmemory",
-            "maxmemory-policy": "maxmemory_policy",
-            "maxmemory-samples": "maxmemory_samples",
-            "lfu-log-factor": "lfu_log_factor",
-            "lfu-decay-time": "lfu_decay_time",
-            "timeout": "timeout",
-        }
+        fields = {name: field for field, name in REDIS_PARAMS.items()}
         kwargs: dict[str, object] = {}
         for k, v in values.items():
-            if k in names:
-                kwargs[names[k]] = v if k == "maxmemory-policy" else int(v)
+            if k in fields:
+                f = fields[k]
+                kwargs[f] = v if f in _STRING_FIELDS else int(v)
         return cls(**kwargs)  # type: ignore[arg-type]
 
     def evolve(self, **changes: object) -> RedisConfig:

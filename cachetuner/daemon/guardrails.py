@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from cachetuner.config import RedisConfig
+from cachetuner.config import REDIS_PARAMS, RedisConfig
 from cachetuner.daemon.config import Bounds, TargetConfig
 from cachetuner.daemon.slo import SLOReport
 from cachetuner.errors import ConfigError, ConfigRefusedError
@@ -27,18 +27,24 @@ class OutOfBoundsError(ConfigRefusedError):
     """The final pre-apply check refused a config outside the target's bounds."""
 
 
+def _violations(config: RedisConfig, bounds: Bounds) -> list[tuple[str, str]]:
+    """``(field, message)`` for every way ``config`` leaves ``bounds``; messages name the Redis parameter."""
+    p = REDIS_PARAMS
+    v: list[tuple[str, str]] = []
+    if not bounds.maxmemory_min <= config.maxmemory <= bounds.maxmemory_max:
+        v.append(("maxmemory", f"{p['maxmemory']} {config.maxmemory} outside [{bounds.maxmemory_min}, {bounds.maxmemory_max}]"))
+    if config.maxmemory_policy not in bounds.policies:
+        v.append(("maxmemory_policy", f"{p['maxmemory_policy']} {config.maxmemory_policy} not in {bounds.policies}"))
+    if config.timeout not in bounds.timeouts:
+        v.append(("timeout", f"{p['timeout']} {config.timeout} not in {bounds.timeouts}"))
+    if bounds.samples is not None and config.maxmemory_samples not in bounds.samples:
+        v.append(("maxmemory_samples", f"{p['maxmemory_samples']} {config.maxmemory_samples} not in {bounds.samples}"))
+    return v
+
+
 def bounds_violations(config: RedisConfig, bounds: Bounds) -> list[str]:
     """Every way ``config`` leaves ``bounds`` (empty = inside)."""
-    v: list[str] = []
-    if not bounds.maxmemory_min <= config.maxmemory <= bounds.maxmemory_max:
-        v.append(f"maxmemory {config.maxmemory} outside [{bounds.maxmemory_min}, {bounds.maxmemory_max}]")
-    if config.maxmemory_policy not in bounds.policies:
-        v.append(f"policy {config.maxmemory_policy} not in {bounds.policies}")
-    if config.timeout not in bounds.timeouts:
-        v.append(f"timeout {config.timeout} not in {bounds.timeouts}")
-    if bounds.samples is not None and config.maxmemory_samples not in bounds.samples:
-        v.append(f"maxmemory-samples {config.maxmemory_samples} not in {bounds.samples}")
-    return v
+    return [msg for _, msg in _violations(config, bounds)]
 
 
 def assert_in_bounds(config: RedisConfig, bounds: Bounds, target: str) -> None:
@@ -113,7 +119,7 @@ class BoundsGuard:
 
     def check(self, proposal: RedisConfig, ctx: GuardContext) -> GuardResult:
         b = self.bounds
-        others = [x for x in bounds_violations(proposal, b) if not x.startswith("maxmemory ")]
+        others = [msg for f, msg in _violations(proposal, b) if f != "maxmemory"]
         if others:
             return GuardResult("veto", reason="; ".join(others))
         mm = proposal.maxmemory

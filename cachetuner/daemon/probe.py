@@ -13,9 +13,7 @@ from dataclasses import dataclass
 
 import redis
 
-from cachetuner.config import RedisConfig
-
-CONFIG_NAMES = ("maxmemory", "maxmemory-policy", "maxmemory-samples", "lfu-log-factor", "lfu-decay-time", "timeout")
+from cachetuner.config import REDIS_PARAM_NAMES, RedisConfig
 
 
 @dataclass
@@ -35,7 +33,7 @@ class RedisProbe:
         return ServerIdentity(str(info["run_id"]), int(info.get("uptime_in_seconds", 0)))
 
     def config(self) -> RedisConfig:
-        values = self._client.config_get(*CONFIG_NAMES)
+        values = self._client.config_get(*REDIS_PARAM_NAMES)
         return RedisConfig.from_redis({str(k): str(v) for k, v in values.items()})
 
     def rewrite(self) -> None:

@@ -34,15 +34,13 @@ from typing import Any
 import numpy as np
 
 from cachetuner.backend import ApplyResult, RequestSample
-from cachetuner.config import RedisConfig
+from cachetuner.config import REDIS_PARAM_NAMES, RedisConfig
 from cachetuner.errors import ServiceError
 from cachetuner.live import sampling
 from cachetuner.live.resp import redis_client
 from cachetuner.live.stack import SCRAPE_INTERVAL_S
 from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, histogram_quantile
 
-#: Redis parameters the backend manages (the keys of :meth:`RedisConfig.to_redis`).
-MANAGED_PARAMS = ("maxmemory", "maxmemory-policy", "maxmemory-samples", "lfu-log-factor", "lfu-decay-time", "timeout")
 #: Default cost of one backend (inference) call, as the simulator's ``CostParams.miss_cost``.
 DEFAULT_MISS_COST = 0.002
 
@@ -303,10 +301,10 @@ class LiveRedisBackend:
 
     def _config_from_prometheus(self, at: dict[str, str]) -> RedisConfig | None:
         sel = self.selector[1:-1] + "," if self.selector else ""
-        keys = "|".join(MANAGED_PARAMS)
+        keys = "|".join(REDIS_PARAM_NAMES)
         rows = self._prom.custom_query(f'redis_config_key_value{{{sel}key=~"{keys}"}}', params=at)
         values = {r["metric"]["key"]: r["metric"]["value"] for r in rows if "key" in r["metric"]}
-        if set(values) != set(MANAGED_PARAMS):
+        if set(values) != set(REDIS_PARAM_NAMES):
             return None
         try:
             return RedisConfig.from_redis(values)
@@ -316,7 +314,7 @@ class LiveRedisBackend:
     # ------------------------------------------------------------------ redis
     def _config_get(self) -> dict[str, str]:
         """The managed parameters in one ``CONFIG GET`` (Redis >= 7 takes several), so one consistent read."""
-        values = self._redis.config_get(*MANAGED_PARAMS)
+        values = self._redis.config_get(*REDIS_PARAM_NAMES)
         return {str(k): str(v) for k, v in values.items()}
 
     def _config_from_redis(self) -> None:

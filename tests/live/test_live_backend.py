@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from cachetuner.backend import CacheBackend
-from cachetuner.config import RedisConfig
+from cachetuner.config import REDIS_PARAM_NAMES, REDIS_PARAMS, RedisConfig
 from cachetuner.live.backend import LiveRedisBackend
 from cachetuner.live.replay import ReplayOptions, replay
 from cachetuner.live.stack import LocalStack, free_port
@@ -28,6 +28,15 @@ def backend(live_stack: LocalStack):
 def test_is_a_cache_backend(backend: LiveRedisBackend) -> None:
     assert isinstance(backend, CacheBackend)
     assert backend.exhausted is False
+
+
+def test_redis_params_name_every_field() -> None:
+    """``REDIS_PARAMS`` is the one field -> parameter map; ``to_redis``/``from_redis`` follow it."""
+    assert list(REDIS_PARAMS) == list(RedisConfig.model_fields)
+    cfg = RedisConfig(maxmemory=3 << 20, maxmemory_policy="volatile-lfu", maxmemory_samples=7, lfu_log_factor=3,
+                      lfu_decay_time=4, timeout=30)  # fmt: skip
+    assert tuple(cfg.to_redis()) == REDIS_PARAM_NAMES
+    assert RedisConfig.from_redis({**cfg.to_redis(), "unknown-param": "x"}) == cfg
 
 
 def test_config_set_get_round_trip(backend: LiveRedisBackend, live_stack: LocalStack) -> None:

@@ -21,11 +21,10 @@ from typing import Any
 import redis
 import yaml
 
-from cachetuner.config import RedisConfig
+from cachetuner.config import REDIS_PARAM_NAMES, RedisConfig
 from cachetuner.daemon.audit import read_audit
 from cachetuner.daemon.chaos.faults import FaultWindow, get_fault
 from cachetuner.daemon.config import Bounds
-from cachetuner.daemon.probe import CONFIG_NAMES
 
 MIB = 1024 * 1024
 ACL_USER = "tuner"
@@ -60,7 +59,7 @@ class Monitor(threading.Thread):
         client = redis.Redis.from_url(self.url, socket_timeout=0.5, socket_connect_timeout=0.5, decode_responses=True)
         while not self.stop_event.is_set():
             try:
-                values = client.config_get(*CONFIG_NAMES)
+                values = client.config_get(*REDIS_PARAM_NAMES)
                 self.obs.append(Observation(time.time(), RedisConfig.from_redis({str(k): str(v) for k, v in values.items()})))
             except Exception as e:  # noqa: BLE001 (Redis down / paused is what we inject)
                 self.obs.append(Observation(time.time(), None, type(e).__name__))
