@@ -1,9 +1,19 @@
-"""Load YAML into typed pydantic models with one-line errors naming the file and the field."""
+"""Load YAML into typed pydantic models with one-line errors naming the file and the field.
+
+Every YAML config of CacheTuner (env, train, daemon, A/B, hotness, suites, workload and params
+files) is read with :func:`load_yaml` and validated with :func:`validate` / :func:`load_model`, so
+every error has one form::
+
+    FILE: field 'a.b': message
+
+(:func:`field_error` for checks made outside the model; :func:`section` for a config that is one
+section of a larger file, whose fields are then reported as ``section.field``).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -13,27 +23,34 @@ from cachetuner.errors import ConfigError
 M = TypeVar("M", bound=BaseModel)
 
 
-def format_validation_error(err: ValidationError, source: str) -> str:
-    """``source: field.path: message`` for the first error (and a count of the others)."""
+def field_error(source: object, loc: str, msg: str) -> str:
+    """The one-line form ``source: field 'loc': msg``."""
+    return f"{source}: field '{loc}': {msg}"
+
+
+def format_validation_error(err: ValidationError, source: str, prefix: str = "") -> str:
+    """``source: field 'prefix.field.path': message`` for the first error (and a count of the others)."""
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "<root>"
-    msg = first["msg"]
+    loc = prefix + ".".join(str(p) for p in first["loc"]) if first["loc"] else prefix.rstrip(".") or "<root>"
+    msg = first["msg"].removeprefix("Value error, ")
     if first.get("type") == "extra_forbidden":
         msg = "unknown field"
     more = len(err.errors()) - 1
     tail = f" (and {more} more error{'s' if more > 1 else ''})" if more > 0 else ""
-    return f"{source}: field '{loc}': {msg}{tail}"
+    return field_error(source, loc, msg + tail)
 
 
-def validate(model: type[M], data: object, source: str) -> M:
-    """Validate ``data`` into ``model``; raise :class:`ConfigError` naming ``source`` and the field."""
+def validate(model: type[M], data: object, source: str, *, prefix: str = "") -> M:
+    """Validate ``data`` into ``model``; raise :class:`ConfigError` naming ``source`` and the field
+    (``prefix`` is put before the field path, e.g. ``"env."`` for a section)."""
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(e, source)) from None
+        raise ConfigError(format_validation_error(e, source, prefix)) from None
 
 
 def load_yaml(path: str | Path) -> dict:
+    """A YAML file whose top level is a mapping (empty file = ``{}``); one-line :class:`ConfigError` otherwise."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: config file not found")
@@ -50,6 +67,17 @@ def load_yaml(path: str | Path) -> dict:
     return data
 
 
-def load_model(model: type[M], path: str | Path) -> M:
-    """Read ``path`` (YAML) into ``model``."""
-    return validate(model, load_yaml(path), str(path))
+def section(data: dict, key: str, source: str) -> Any:
+    """``data[key]``; a missing section is a one-line :class:`ConfigError`."""
+    if key not in data:
+        raise ConfigError(field_error(source, key, "missing section"))
+    return data[key]
+
+
+def load_model(model: type[M], path: str | Path, *, key: str | None = None) -> M:
+    """Read ``path`` (YAML) into ``model``; with ``key``, only that top-level section (errors then
+    name ``key.field``)."""
+    data: Any = load_yaml(path)
+    if key is None:
+        return validate(model, data, str(path))
+    return validate(model, section(data, key, str(path)), str(path), prefix=f"{key}.")

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
-from cachetuner.yamlconfig import load_yaml, validate
+from cachetuner.yamlconfig import load_model, validate
 
 
 class ArmConfig(BaseModel):
@@ -152,7 +152,7 @@ class ABConfig(BaseModel):
 def load_ab_config(path: str | Path) -> ABConfig:
     """Read an A/B YAML; relative paths inside it (env_config, models, train configs) are resolved
     against the current directory, like every other experiment file."""
-    return validate(ABConfig, load_yaml(path), str(path))
+    return load_model(ABConfig, path)
 
 
 def resolve_env_config(cfg: ABConfig, source: str = "<ab config>") -> Any:
@@ -166,13 +166,13 @@ def resolve_env_config(cfg: ABConfig, source: str = "<ab config>") -> Any:
     if cfg.env_config is not None:
         env = EnvConfig.from_yaml(cfg.env_config, key=cfg.env_section)
     elif cfg.env is not None:
-        env = validate(EnvConfig, cfg.env, f"{source} (env)")
+        env = validate(EnvConfig, cfg.env, source, prefix="env.")
     else:
         env = EnvConfig()
     if cfg.workloads is not None:
         from cachetuner.env.config import WorkloadSpec
 
-        specs = [validate(WorkloadSpec, w, f"{source} (workloads.{i})") for i, w in enumerate(cfg.workloads)]
+        specs = [validate(WorkloadSpec, w, source, prefix=f"workloads.{i}.") for i, w in enumerate(cfg.workloads)]
         env = env.model_copy(update={"workloads": specs})
     return env.model_copy(update={"episode_intervals": cfg.horizon_intervals, "max_episode_steps": None})
 

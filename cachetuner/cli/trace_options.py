@@ -76,12 +76,12 @@ def load_params_file(path: Path | None) -> dict | None:
     """The ``--params`` YAML mapping (one-line ConfigError naming the file when invalid)."""
     if path is None:
         return None
-    from cachetuner.yamlconfig import load_yaml
+    from cachetuner.yamlconfig import field_error, load_yaml
 
     data = load_yaml(path)
     if "synthetic" in data:
         raise ConfigError(
-            f"{path}: field 'synthetic': a --params file holds params only; pass a workload file as --trace"
+            field_error(path, "synthetic", "a --params file holds params only; pass a workload file as --trace")
         )
     return data
 

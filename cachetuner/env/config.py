@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachetuner.config import REDIS_POLICIES, Policy, RedisConfig
 from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.sim.params import SimParams
-from cachetuner.yamlconfig import format_validation_error, load_yaml
+from cachetuner.yamlconfig import load_model
 
 _GIB = 1024**3
 
@@ -265,19 +265,7 @@ class EnvConfig(BaseModel):
     @classmethod
     def from_yaml(cls, path: str | Path, key: str | None = None) -> EnvConfig:
         """Load from YAML (optionally the ``key`` section); bad fields raise a one-line :class:`ConfigError`."""
-        data: Any = load_yaml(path)
-        prefix = ""
-        if key is not None:
-            if key not in data:
-                raise ConfigError(f"{path}: field '{key}': missing section")
-            data, prefix = data[key], f"{key}."
-        try:
-            return cls.model_validate(data)
-        except ValidationError as e:
-            msg = format_validation_error(e, str(path))
-            if prefix:
-                msg = msg.replace(": field '", f": field '{prefix}", 1)
-            raise ConfigError(msg) from None
+        return load_model(cls, path, key=key)
 
     @staticmethod
     def gib(n_bytes: int) -> float:

@@ -7,10 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cachetuner.errors import ConfigError
 from cachetuner.hotness_model.baselines import BaselineConfig
 from cachetuner.hotness_model.dataset import DatasetConfig
 from cachetuner.hotness_model.model import LSTMConfig
-from cachetuner.yamlconfig import load_model
+from cachetuner.yamlconfig import field_error, load_model
 
 
 class TraceSource(BaseModel):
@@ -68,7 +69,5 @@ def load_experiment(path: str | Path) -> HotnessExperiment:
     """Read and validate a hotness YAML (one-line ConfigError naming file and field)."""
     cfg = load_model(HotnessExperiment, path)
     if cfg.model.seq_len != cfg.dataset.seq_len:
-        from cachetuner.errors import ConfigError
-
-        raise ConfigError(f"{path}: field 'model.seq_len': must equal dataset.seq_len ({cfg.dataset.seq_len})")
+        raise ConfigError(field_error(path, "model.seq_len", f"must equal dataset.seq_len ({cfg.dataset.seq_len})"))
     return cfg

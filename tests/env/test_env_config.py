@@ -50,6 +50,14 @@ def test_missing_section_and_bad_bounds(tmp_path: Path) -> None:
         EnvConfig.from_yaml(_write(tmp_path, "bounds: {min_fraction: 0.5, max_fraction: 0.1}\n"))
 
 
+def test_section_errors_name_the_section_field(tmp_path: Path) -> None:
+    """A check across fields of a section names the section itself, in the one-line form."""
+    p = _write(tmp_path, "env:\n  observation: {mrc_features: true}\n  mrc: {enabled: false}\n")
+    with pytest.raises(ConfigError) as e:
+        EnvConfig.from_yaml(p, key="env")
+    assert str(e.value) == f"{p}: field 'env': observation.mrc_features needs mrc.enabled"
+
+
 def test_unknown_workload_reported() -> None:
     with pytest.raises(ConfigError, match="unknown workload 'nope'"):
         env = CacheTuningEnv(small_cfg())

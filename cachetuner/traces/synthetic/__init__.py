@@ -58,21 +58,21 @@ def generate(name: str, params: dict | None, opts: ReadOptions, *, source: str |
 
 def load_workload_file(path: Path) -> tuple[str, dict]:
     """Read ``{synthetic: NAME, params: {...}}`` from a YAML file."""
-    from cachetuner.yamlconfig import load_yaml
+    from cachetuner.yamlconfig import field_error, load_yaml
 
     data = load_yaml(path)
     unknown = set(data) - {"synthetic", "params"}
     if unknown:
         raise TraceError(
-            f"{path}: field '{sorted(unknown)[0]}': unknown field (a workload file has 'synthetic' and 'params')"
+            field_error(path, sorted(unknown)[0], "unknown field (a workload file has 'synthetic' and 'params')")
         )
     name = data.get("synthetic")
     if not isinstance(name, str):
         raise TraceError(
-            f"{path}: field 'synthetic': must name a workload ({', '.join(sorted(SYNTHETIC_WORKLOADS))})"
+            field_error(path, "synthetic", f"must name a workload ({', '.join(sorted(SYNTHETIC_WORKLOADS))})")
         )
     params = data.get("params") or {}
     if not isinstance(params, dict):
-        raise TraceError(f"{path}: field 'params': must be a mapping")
+        raise TraceError(field_error(path, "params", "must be a mapping"))
     get_workload(name, field=f"{path}: field 'synthetic'")
     return name, params
