@@ -30,12 +30,19 @@ of misses is applied to the treatment); clients are scaled by ``R`` so that per-
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from cachetuner.backend import ApplyResult, CacheBackend, RequestSample
+from cachetuner.backend import (
+    ApplyResult,
+    BackendFacts,
+    CacheBackend,
+    RequestSample,
+    SimulatedBackend,
+    backend_facts,
+)
 from cachetuner.config import RedisConfig
 from cachetuner.env.whatif import hash_sample_mask
 from cachetuner.errors import BackendError
@@ -56,17 +63,25 @@ class Interval:
 class TeeBackend:
     """Passes every call to the control's backend and records each interval for the shadow.
 
-    The control's env holds this instead of the backend itself; everything else (bounds, traces,
-    working sets of a :class:`SimBackend`) is forwarded unchanged.
+    The control's env holds this instead of the backend itself; the inner backend's
+    :meth:`facts` are passed through unchanged. Over a :class:`~cachetuner.backend.SimulatedBackend`
+    (the simulator as control, to validate the estimator), ``TeeBackend(inner)`` is a
+    :class:`SimulatedTeeBackend`, so the control env can still pin its episodes and fork.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> TeeBackend:
+        inner = args[0] if args else kwargs.get("inner")
+        if cls is TeeBackend and isinstance(inner, SimulatedBackend):
+            cls = SimulatedTeeBackend
+        return super().__new__(cls)
 
     def __init__(self, inner: CacheBackend) -> None:
         self.inner = inner
         self.interval_s = inner.interval_s
         self.queue: deque[Interval] = deque()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    def facts(self) -> BackendFacts:
+        return backend_facts(self.inner)
 
     @property
     def config(self) -> RedisConfig:
@@ -76,9 +91,9 @@ class TeeBackend:
     def exhausted(self) -> bool:
         return self.inner.exhausted
 
-    def reset(self, *, seed: int | None = None, **kwargs: Any) -> MetricsSnapshot:
+    def reset(self, *, seed: int | None = None) -> MetricsSnapshot:
         self.queue.clear()
-        return self.inner.reset(seed=seed, **kwargs)  # type: ignore[call-arg]
+        return self.inner.reset(seed=seed)
 
     def apply(self, config: RedisConfig) -> ApplyResult:
         return self.inner.apply(config)
@@ -94,6 +109,28 @@ class TeeBackend:
 
     def close(self) -> None:
         self.inner.close()
+
+
+class SimulatedTeeBackend(TeeBackend):
+    """A :class:`TeeBackend` over a :class:`~cachetuner.backend.SimulatedBackend` (what
+    ``TeeBackend(inner)`` builds then): pinned resets pass through, and :meth:`clone` is a clone of
+    the inner backend *without* the tee, so a hindsight fork never records into the shadow's queue."""
+
+    inner: SimulatedBackend
+
+    def reset(
+        self,
+        *,
+        seed: int | None = None,
+        workload: int | str | None = None,
+        start: int | str | None = None,
+        warmup: bool = True,
+    ) -> MetricsSnapshot:
+        self.queue.clear()
+        return self.inner.reset(seed=seed, workload=workload, start=start, warmup=warmup)
+
+    def clone(self) -> SimulatedBackend:
+        return self.inner.clone()
 
 
 class ShadowEstimator:
@@ -339,10 +376,10 @@ class ShadowBackend:
         self._last = RequestSample(rate=1.0)
         self.last_measured: MetricsSnapshot | None = None  # the control snapshot of the last estimated interval
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ("bounds", "rate_reference", "workload_name", "trace", "params"):
-            return getattr(self.tee.inner, name)
-        raise AttributeError(name)
+    def facts(self) -> BackendFacts:
+        """The control's facts (same workload, same bounds), except the working set, which the
+        treatment env has never been given (its miss-ratio curves size objects without it)."""
+        return replace(backend_facts(self.tee.inner), working_set_bytes=None)
 
     @property
     def config(self) -> RedisConfig:
@@ -355,8 +392,7 @@ class ShadowBackend:
     def reset(self, *, seed: int | None = None) -> MetricsSnapshot:
         """Start from ``initial_config`` (a fixed-config treatment) or else from the control's
         current config (the treatment starts where production is)."""
-        inner = self.tee.inner
-        trace = getattr(inner, "trace", None)
+        facts = backend_facts(self.tee.inner)
         control = self.tee.queue[0].config if self.tee.queue else self.tee.config
         self._config = self._initial if self._initial is not None else control
         self.estimator = ShadowEstimator(
@@ -365,10 +401,10 @@ class ShadowBackend:
             rate=self._rate,
             min_keys=self._min_keys,
             modulus=self._modulus,
-            params=getattr(inner, "params", None),
-            n_keys_hint=getattr(trace, "n_keys", None),
-            key_bytes=getattr(trace, "key_bytes", None),
-            read_only=bool(getattr(trace, "read_only", True)),
+            params=facts.sim_params,
+            n_keys_hint=facts.n_keys,
+            key_bytes=facts.key_bytes,
+            read_only=facts.read_only,
             seed=0 if seed is None else int(seed),
         )
         return MetricsSnapshot(interval_s=self.interval_s, maxmemory=self._config.maxmemory, config=self._config)

@@ -95,6 +95,7 @@ def env_sweep(
 @env_app.command("info")
 def env_info(config: ConfigOpt = None, section: SectionOpt = None, json_out: JsonOpt = False) -> None:
     """Observation features, action space and bounds of the configured env."""
+    from cachetuner.backend import backend_facts
     from cachetuner.env import CacheTuningEnv
 
     cfg = _load_cfg(config, section)
@@ -105,7 +106,7 @@ def env_info(config: ConfigOpt = None, section: SectionOpt = None, json_out: Jso
         "action_space": str(env.action_space),
         "actions": env._codec.describe(),
         "bounds": list(env.bounds),
-        "working_set": getattr(env.backend, "working_set", None),
+        "working_set": backend_facts(env.backend).working_set_bytes,
         "workloads": [w.label for w in cfg.workloads],
     }
     env.close()

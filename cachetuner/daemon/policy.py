@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from cachetuner.backend import ApplyResult, CacheBackend, RequestSample
+from cachetuner.backend import ApplyResult, BackendFacts, CacheBackend, RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.control import Controller, ControlSettings, controller_names, is_hindsight, make_controller
 from cachetuner.control.learned import load_policy
@@ -100,6 +100,10 @@ class MirrorBackend:
     @property
     def exhausted(self) -> bool:
         return False
+
+    def facts(self) -> BackendFacts:
+        """The target's daemon bounds (see the module docstring); nothing else is known ahead of time."""
+        return BackendFacts(bounds=self.bounds)
 
     def close(self) -> None:
         pass

@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from cachetuner.backend import CacheBackend
+from cachetuner.backend import CacheBackend, SimulatedBackend, backend_facts
 from cachetuner.config import RedisConfig
 from cachetuner.env.actions import clip_config, make_action_codec
 from cachetuner.env.config import EnvConfig
@@ -196,11 +196,10 @@ class CacheTuningEnv(gym.Env):
         """An independent copy in the current state, simulator included: the hindsight controllers'
         window into the future. Only simulated backends can be forked. The fork shares the immutable
         traces and has no estimators (they feed observations only, never the cost)."""
-        clone = getattr(self.backend, "clone", None)
-        if clone is None:
+        if not isinstance(self.backend, SimulatedBackend):
             raise BackendError("hindsight controllers (best-static, oracle, dp-hindsight) need a simulated backend")
         new = copy.copy(self)
-        new.backend = clone()
+        new.backend = self.backend.clone()
         new.whatif = None
         new.mrc = None
         new._obs = copy.deepcopy(self._obs)
@@ -213,7 +212,8 @@ class CacheTuningEnv(gym.Env):
     @property
     def workload_name(self) -> str:
         """Name of the current episode's workload (``live`` for backends without one)."""
-        return str(getattr(self.backend, "workload_name", "live"))
+        name = backend_facts(self.backend).workload_name
+        return "live" if name is None else str(name)
 
     workload = workload_name
 
@@ -225,29 +225,29 @@ class CacheTuningEnv(gym.Env):
         if unknown:
             raise ConfigError(f"reset options {sorted(unknown)} unknown; valid: workload, start")
         bseed = int(self.np_random.integers(2**31 - 1))
-        if hasattr(self.backend, "working_sets"):  # SimBackend: pinning and env-driven warm-up
-            self.backend.reset(seed=bseed, warmup=False, **options)  # type: ignore[call-arg]
+        if isinstance(self.backend, SimulatedBackend):  # pinning and env-driven warm-up
+            self.backend.reset(seed=bseed, warmup=False, **options)
         elif options:
             raise ConfigError(f"reset options {sorted(options)} need a simulated backend")
         else:
             self.backend.reset(seed=bseed)
+        facts = backend_facts(self.backend)
         self._bounds = self._resolve_bounds()
         config = self.backend.config
         if self.cfg.whatif.enabled:
-            trace = getattr(self.backend, "trace", None)
             self.whatif = WhatIfEstimator(
                 self.cfg.whatif,
                 config,
-                n_keys_hint=getattr(trace, "n_keys", None),
-                key_bytes=getattr(trace, "key_bytes", None),
-                read_only=bool(getattr(trace, "read_only", True)),
-                sim_params=getattr(self.backend, "params", None),
+                n_keys_hint=facts.n_keys,
+                key_bytes=facts.key_bytes,
+                read_only=facts.read_only,
+                sim_params=facts.sim_params,
                 seed=bseed,
             )
         self._reward_cfg = self._episode_reward(bseed)
         self.mrc = self._make_mrc(config, bseed) if self.cfg.mrc.enabled else None
         self._cost_curve, self._anchor, self._gets_ewma = None, None, None
-        self._obs.reset(getattr(self.backend, "rate_reference", None))
+        self._obs.reset(facts.rate_reference)
         snap = MetricsSnapshot(interval_s=self.backend.interval_s, maxmemory=config.maxmemory, config=config)
         for _ in range(self.cfg.warmup_intervals):
             if self.backend.exhausted:
@@ -284,7 +284,7 @@ class CacheTuningEnv(gym.Env):
 
     # -- internals ----------------------------------------------------------------------------------------
     def _resolve_bounds(self) -> tuple[int, int]:
-        b = getattr(self.backend, "bounds", None)
+        b = backend_facts(self.backend).bounds
         return tuple(b) if b is not None else self.cfg.bounds.resolve(None)  # type: ignore[return-value]
 
     def _advance(self) -> MetricsSnapshot:
@@ -342,18 +342,15 @@ class CacheTuningEnv(gym.Env):
         return self.cfg.reward.model_copy(update={"memory_cost_per_gb_hour": self.cfg.reward.memory_cost_per_gb_hour * f})
 
     def _make_mrc(self, config: RedisConfig, seed: int) -> MRCEstimator:
-        trace = getattr(self.backend, "trace", None)
-        params = getattr(self.backend, "params", None) or self.cfg.sim
-        n_keys = getattr(trace, "n_keys", None)
-        ws = getattr(self.backend, "working_set", None)
+        facts = backend_facts(self.backend)
+        params = facts.sim_params or self.cfg.sim
+        n_keys, ws, kb, rate = facts.n_keys, facts.working_set_bytes, facts.key_bytes, facts.rate_reference
         obj = (ws - fixed_bytes(params)) / n_keys if (ws and n_keys) else None
-        kb = getattr(trace, "key_bytes", None)
-        rate = getattr(self.backend, "rate_reference", None)
         return MRCEstimator(
             self.cfg.mrc, self.bounds, n_keys_hint=n_keys, mean_object_bytes=obj,
             requests_per_interval=rate * self.cfg.interval_s if rate else None,
             key_bytes=int(round(float(np.mean(kb)))) if kb is not None and len(kb) else None,
-            read_only=bool(getattr(trace, "read_only", True)), sim_params=params, base_config=config, seed=seed,
+            read_only=facts.read_only, sim_params=params, base_config=config, seed=seed,
         )
 
     def _update_anchor(self, snap: MetricsSnapshot) -> None:

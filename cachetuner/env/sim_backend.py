@@ -3,8 +3,11 @@
 Holds every workload's trace (each read once with :func:`cachetuner.traces.read_trace`), picks an
 episode window on :meth:`reset`, warms the cache up, then lets one interval of trace time pass per
 :meth:`step` through :class:`~cachetuner.sim.TieredCacheSim`. The env never asks whether it holds
-this or the live backend; the extras here (``bounds``, ``trace``, ``clone``, pinned resets) are
-what evaluation and hindsight baselines use.
+this or the live backend: what it needs beyond :class:`~cachetuner.backend.CacheBackend` comes
+from the two explicit extensions implemented here, :meth:`SimBackend.facts`
+(:class:`~cachetuner.backend.BackendFacts`: bounds, working set, keys, sim parameters) and
+:class:`~cachetuner.backend.SimulatedBackend` (pinned resets and :meth:`SimBackend.clone`, what
+evaluation on identical windows and the hindsight controllers use).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cachetuner.backend import ApplyResult, RequestSample
+from cachetuner.backend import ApplyResult, BackendFacts, RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import EnvConfig, WorkloadSpec
 from cachetuner.errors import BackendError, CacheTunerError, ConfigError
@@ -88,7 +91,8 @@ def sim_params_for(cfg: EnvConfig) -> SimParams:
 
 
 class SimBackend:
-    """Simulated Redis over a set of workloads.
+    """Simulated Redis over a set of workloads; a :class:`~cachetuner.backend.SimulatedBackend` with
+    :meth:`facts`.
 
     Args:
         cfg: the env config (workloads, interval, window, bounds, initial config, sim params).
@@ -143,6 +147,20 @@ class SimBackend:
         """The workload's mean request rate (requests/s), the observation's rate reference."""
         t = self.trace
         return len(t) / t.duration if t.duration > 0 else float(len(t)) / self.interval_s
+
+    def facts(self) -> BackendFacts:
+        """The current workload's facts (:class:`~cachetuner.backend.FactsBackend`)."""
+        t = self.trace
+        return BackendFacts(
+            bounds=self.bounds,
+            working_set_bytes=self.working_set,
+            n_keys=t.n_keys,
+            key_bytes=t.key_bytes,
+            read_only=t.read_only,
+            sim_params=self.params,
+            rate_reference=self.rate_reference,
+            workload_name=self.workload_name,
+        )
 
     def n_intervals(self, workload: int | None = None) -> int:
         """Whole intervals in a workload's trace (at least 1)."""

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from cachetuner.backend import ApplyResult, RequestSample
+from cachetuner.backend import ApplyResult, BackendFacts, RequestSample
 from cachetuner.config import REDIS_PARAM_NAMES, RedisConfig
 from cachetuner.errors import ServiceError
 from cachetuner.live import sampling
@@ -80,7 +80,7 @@ class LiveRedisBackend:
         settle_s: how long after a boundary to wait before reading it (scrape interval + ingestion).
         miss_cost: cost units per miss for ``snapshot.miss_cost``.
         query_timeout_s: per PromQL query.
-        bounds: ``(min, max)`` maxmemory the env may choose, bytes (the env reads ``backend.bounds``).
+        bounds: ``(min, max)`` maxmemory the env may choose, bytes (reported by :meth:`facts`).
     """
 
     def __init__(
@@ -127,6 +127,11 @@ class LiveRedisBackend:
     @property
     def exhausted(self) -> bool:
         return False
+
+    def facts(self) -> BackendFacts:
+        """Only the bounds are known (:class:`~cachetuner.backend.FactsBackend`): live traffic has no
+        trace, working set or workload name ahead of time."""
+        return BackendFacts(bounds=self.bounds)
 
     def reset(self, *, seed: int | None = None) -> MetricsSnapshot:
         """Read the current configuration and the last complete interval; ``seed`` is unused (live traffic)."""

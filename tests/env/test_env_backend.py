@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from env_testlib import small_cfg
 
-from cachetuner.backend import CacheBackend
+from cachetuner.backend import BackendFacts, CacheBackend, SimulatedBackend, backend_facts
 from cachetuner.env import SimBackend
 
 
@@ -65,3 +65,26 @@ def test_random_windows_vary_with_seed() -> None:
         starts.add((be.workload_index, be._pos))
     assert len(starts) > 2
     assert np.isclose(be.rate_reference, 100.0, rtol=0.05)
+
+
+def test_facts_and_simulated_protocol() -> None:
+    """What the env reads from a backend comes from facts(); pinning and fork from SimulatedBackend."""
+    from cachetuner.ab.shadow import ShadowBackend, SimulatedTeeBackend, TeeBackend
+    from cachetuner.daemon.policy import MirrorBackend
+
+    be = SimBackend(small_cfg())
+    be.reset(seed=0, workload=0, start="begin", warmup=False)
+    f = be.facts()
+    assert isinstance(be, SimulatedBackend)
+    assert f.bounds == be.bounds and f.working_set_bytes == be.working_set and f.n_keys == be.trace.n_keys
+    assert f.key_bytes is be.trace.key_bytes and f.sim_params is be.params and f.workload_name == be.workload_name
+    assert f.rate_reference == be.rate_reference and f.read_only == be.trace.read_only
+    tee = TeeBackend(be)  # a tee over a simulated backend stays simulated; its fork leaves the tee behind
+    assert isinstance(tee, SimulatedTeeBackend) and tee.facts() == f
+    assert type(tee.clone()) is SimBackend
+    shadow = ShadowBackend(tee, rate=0.1)
+    assert not isinstance(shadow, SimulatedBackend)
+    assert backend_facts(shadow).workload_name == f.workload_name and backend_facts(shadow).working_set_bytes is None
+    mirror = MirrorBackend(lambda: None, (1, 2), 1.0)
+    assert not isinstance(mirror, SimulatedBackend) and backend_facts(mirror) == BackendFacts(bounds=(1, 2))
+    assert backend_facts(object()) == BackendFacts()
