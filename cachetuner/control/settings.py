@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import Policy
+from cachetuner.mrc.decide import MRCControlSettings
 
 
 class GridSettings(BaseModel):
@@ -20,29 +21,6 @@ class GridSettings(BaseModel):
     n_sizes: int = Field(8, ge=2, description="sizes, geometric between the maxmemory bounds")
     policies: list[Policy] | None = Field(None, description="None = the policies of the action space")
     timeouts: list[int] | None = Field(None, description="None = the timeouts of the action space")
-
-
-class MRCControlSettings(BaseModel):
-    """The ``mrc`` controller (Macaron-style cost minimisation on miss-ratio curves)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    n_candidates: int = Field(96, ge=8, description="log-spaced candidate sizes between the bounds")
-    hysteresis: float = Field(
-        0.05, ge=0, description="switch only when the predicted saving exceeds this share of the current cost"
-    )
-    confirm: int = Field(3, ge=1, description="intervals in a row the same target must win before moving")
-    payback_intervals: float = Field(
-        30.0, gt=0, description="a move must repay its switch and refill cost within this many intervals"
-    )
-    min_weight: float = Field(
-        1000.0, ge=0, description="sampled GETs (windowed) behind every curve point before acting: long reuse "
-        "distances show only after a while, and a young curve always favours a small cache"
-    )
-    gets_smoothing: float = Field(
-        0.05, gt=0, le=1, description="EWMA weight of the newest interval's GET count: size for the sustained load, not a burst"
-    )
-    change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
 
 
 class HillClimbSettings(BaseModel):

@@ -18,7 +18,8 @@ from cachetuner.env.reward import get_reward_fn, interval_cost
 from cachetuner.env.whatif import MIRROR, WhatIfEstimator, whatif_label
 from cachetuner.errors import BackendError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
-from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
+from cachetuner.mrc.cost import CostCurve, Prices
+from cachetuner.mrc.decide import MRCDecider
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.estimator import MRCEstimator, fixed_bytes
 from cachetuner.space import ConfigSpace
@@ -136,7 +137,7 @@ class CacheTuningEnv(gym.Env):
         self.mrc: MRCEstimator | None = None
         self._cost_curve: CostCurve | None = None
         self._anchor: RedisConfig | None = None
-        self._gets_ewma: float | None = None
+        self._decider = MRCDecider()
         self._reward_cfg = cfg.reward
         self._prev: MetricsSnapshot | None = None
         self._bounds: tuple[int, int] | None = None
@@ -246,7 +247,8 @@ class CacheTuningEnv(gym.Env):
             )
         self._reward_cfg = self._episode_reward(bseed)
         self.mrc = self._make_mrc(config, bseed) if self.cfg.mrc.enabled else None
-        self._cost_curve, self._anchor, self._gets_ewma = None, None, None
+        self._cost_curve, self._anchor = None, None
+        self._decider.reset()
         self._obs.reset(facts.rate_reference)
         snap = MetricsSnapshot(interval_s=self.backend.interval_s, maxmemory=config.maxmemory, config=config)
         for _ in range(self.cfg.warmup_intervals):
@@ -354,19 +356,12 @@ class CacheTuningEnv(gym.Env):
         )
 
     def _update_anchor(self, snap: MetricsSnapshot) -> None:
-        """The cheapest (size, policy) on the current cost curve: what ``mrc-offset`` actions and the
-        MRC observation features are relative to."""
+        """What the ``mrc`` controller would run next (:class:`~cachetuner.mrc.decide.MRCDecider`, the same
+        rule): ``mrc-offset`` actions and the MRC observation features are relative to it."""
         assert self.mrc is not None
-        g = float(snap.gets)
-        self._gets_ewma = g if self._gets_ewma is None else 0.5 * self._gets_ewma + 0.5 * g
-        curves = self.mrc.curves()
-        if not self._gets_ewma or not curves.ready(1.0):
-            return
-        policies = [p for p in curves.policies if p in self.action_policies] or curves.policies
-        self._cost_curve = cost_curve(curves, self.prices, self._gets_ewma, self.bounds, policies=policies)
-        if self._cost_curve.cost:
-            self._anchor = self.backend.config.evolve(
-                maxmemory=self._cost_curve.best_size, maxmemory_policy=self._cost_curve.best_policy)
+        proposal = self._decider.decide(self.mrc.curves(), self.prices, snap.gets, self.backend.config, self.space)
+        self._cost_curve = self._decider.last
+        self._anchor = proposal if self._cost_curve is not None else None
 
     def _info(self, snap: MetricsSnapshot, cost: dict[str, float], config: RedisConfig) -> dict[str, Any]:
         return {

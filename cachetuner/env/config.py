@@ -246,10 +246,7 @@ class EnvConfig(BaseModel):
         """``prices`` is the one source of truth when given: it sets the reward's memory and miss prices,
         and the budget regime caps ``bounds.max_bytes``."""
         if self.prices is not None:
-            mem, miss = self.prices.resolve()
-            object.__setattr__(
-                self, "reward", self.reward.model_copy(update={"memory_cost_per_gb_hour": mem, "miss_cost": miss})
-            )
+            object.__setattr__(self, "reward", self.reward.model_copy(update=self.prices.resolve_all()))
             if self.prices.budget_bytes is not None:
                 b = self.bounds
                 lo = b.min_bytes if b.min_bytes is not None and b.min_bytes < self.prices.budget_bytes else None

@@ -31,7 +31,10 @@ PRESETS: dict[str, tuple[float, float]] = {
 class PricesConfig(BaseModel):
     """``prices:`` of an env config, in dollars. Explicit fields override the preset's.
 
-    A miss costs ``per_miss``, or ``gpu_seconds_per_miss * gpu_per_hour / 3600`` when both are given
+    Every cost term of the reward is then in dollars: a config change costs ``switch`` (default: one
+    miss) and an interval over the p95 SLO ``slo_penalty`` (default 0: a miss is a ~1 s model call, so
+    p95 breaches any cache-level SLO whenever more than 5 % of requests miss; breaches are still
+    reported). A miss costs ``per_miss``, or ``gpu_seconds_per_miss * gpu_per_hour / 3600`` when both are given
     (a self-hosted model). ``randomize_memory`` multiplies the memory price by a log-uniform factor
     drawn per episode (training only: a policy that has seen many price ratios generalises to the one
     it is deployed at).
@@ -45,6 +48,8 @@ class PricesConfig(BaseModel):
     gpu_seconds_per_miss: float | None = Field(None, gt=0)
     gpu_per_hour: float | None = Field(None, gt=0, description="$ per GPU-hour")
     budget_bytes: int | None = Field(None, ge=1, description="budget regime: the maxmemory cap")
+    switch: float | None = Field(None, ge=0, description="$ per config change; None = the price of one miss")
+    slo_penalty: float = Field(0.0, ge=0, description="$ per interval whose p95 exceeds the SLO")
     randomize_memory: tuple[float, float] | None = Field(
         None, description="[low, high] factor on the memory price, log-uniform per episode (training)"
     )
@@ -58,6 +63,12 @@ class PricesConfig(BaseModel):
         if self.randomize_memory is not None and not 0 < self.randomize_memory[0] <= self.randomize_memory[1]:
             raise ValueError("randomize_memory must be [low, high] with 0 < low <= high")
         return self
+
+    def resolve_all(self) -> dict[str, float]:
+        """The reward fields these prices set: memory, miss, switch and SLO penalty, all in dollars."""
+        mem, miss = self.resolve()
+        return {"memory_cost_per_gb_hour": mem, "miss_cost": miss,
+                "switch_cost": miss if self.switch is None else self.switch, "slo_penalty": self.slo_penalty}
 
     def resolve(self) -> tuple[float, float]:
         """``(memory $/GiB-hour, $ per miss)``."""

@@ -92,7 +92,13 @@ def evaluate_controllers(
     workload: int = 0,
     on_interval: Callable[[str, int], None] | None = None,
 ) -> EvalReport:
-    """Run every controller on ``env_cfg``'s workload ``workload`` from its beginning, each on a fresh env."""
+    """Run every controller on ``env_cfg``'s workload ``workload`` from its beginning, each on a fresh env.
+
+    The miss-ratio curves are switched on if the config has them off (a training config may turn them off
+    for speed): they feed decisions only, never the cost, and the simulator's random stream does not
+    depend on them, so every controller still sees identical traffic and outcomes."""
+    if not env_cfg.mrc.enabled:
+        env_cfg = env_cfg.model_copy(update={"mrc": env_cfg.mrc.model_copy(update={"enabled": True})})
     results: dict[str, ControllerResult] = {}
     wl_name = ""
     for name, ctl in controllers.items():

@@ -65,6 +65,9 @@ class SuiteConfig(BaseModel):
 
     name: str = "suite"
     model: str | None = Field("default", description="policy for the ppo controller: a path, runs:/ URI or default")
+    config: str | None = Field(
+        None, description="experiment YAML for the env and controller settings; None = the model's training config"
+    )
     controllers: list[str] = Field(
         default_factory=lambda: ["ppo", "mrc", "static-default", "best-static", "dp-hindsight", "hill-climb"]
     )
@@ -135,7 +138,10 @@ def run_suite(
     model = model or suite.model
     names = [n for n in suite.controllers if n != "ppo" or model is not None]
     artifact = load_policy(model) if (model is not None and "ppo" in names) else None
-    cfg, _src = resolve_train_config(model if artifact is not None else None, None)
+    cfg, _src = resolve_train_config(model if artifact is not None else None,
+                                     Path(suite.config) if suite.config else None)
+    if artifact is None and suite.config is None:
+        raise ConfigError(f"{path}: without a model, set `config:` (an experiment YAML) for the env and controller settings")
     if artifact is not None:
         trained = _training_traces(artifact.raw_config)
         for t in suite.traces:

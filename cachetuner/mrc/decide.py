@@ -1,0 +1,168 @@
+"""The MRC decision rule: cost-optimal size and policy from full-range miss-ratio curves (Macaron-style).
+
+Why: the cost of a cache config is memory held plus the model calls its misses cause; with the hit
+ratio of every size and policy predicted from miniature simulations (``ctx.curves``), the cheapest
+config is a minimisation, not a search. Macaron (Yang et al., SOSP'24) sizes a cloud cache this way
+from miniature-simulation curves; this is the single-cache, per-interval version with the SLO term
+predicted through the latency model.
+
+A curve is a *steady-state* prediction, and moving is not free, so the controller settles:
+
+- it waits until every curve point rests on ``min_weight`` sampled GETs;
+- a target must be the optimum ``confirm`` intervals in a row (noise in a flat cost curve makes the
+  argmin jump between distant sizes; a real shift keeps pointing the same way); a *smaller* target
+  needs ``shrink_confirm`` intervals and a curve resting on ``shrink_min_weight`` sampled GETs, because
+  a shrink drops warm data at once while a young curve (long reuse distances not seen yet) always
+  underrates a large cache;
+- a move must repay, within ``payback_intervals``, the switch cost plus the *refill* cost of the
+  bytes at stake: a grown cache starts with the smaller one's contents and reaches the curve's hit
+  ratio only after the extra bytes have been filled by misses (estimated as half the hit-ratio gain
+  over the fill time, fill time = added bytes / bytes inserted per interval). A shrink is charged the
+  same amount, the price of growing back: without it a flat cost curve makes the controller drop a
+  warm cache for a small saving and pay the refill later;
+- the saving must exceed a ``hysteresis`` share of the current cost; a growth goes to the optimum
+  (its refill cost is already charged), a shrink only to the edge of the band of sizes within that
+  share of the optimum (drop as little warm data as the curve allows).
+
+Online: it uses only the past.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachetuner.config import RedisConfig
+from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
+from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.space import ConfigSpace
+
+
+class MRCControlSettings(BaseModel):
+    """The ``mrc`` controller (Macaron-style cost minimisation on miss-ratio curves)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_candidates: int = Field(96, ge=8, description="log-spaced candidate sizes between the bounds")
+    hysteresis: float = Field(
+        0.03, ge=0, description="switch only when the predicted saving exceeds this share of the current cost"
+    )
+    confirm: int = Field(3, ge=1, description="intervals in a row the same target must win before growing")
+    shrink_confirm: int = Field(
+        8, ge=1, description="intervals in a row a smaller target must win before shrinking (a shrink drops warm data)"
+    )
+    shrink_min_weight: float = Field(
+        1500.0, ge=0, description="sampled GETs behind every curve point before any shrink: a young curve has not "
+        "seen the long reuse distances yet, so it underrates a large cache (the windowed weight saturates at "
+        "mrc.half_life_gets / ln 2, 2,164 by default)"
+    )
+    payback_intervals: float = Field(
+        30.0, gt=0, description="a move must repay its switch and refill cost within this many intervals"
+    )
+    min_weight: float = Field(
+        1000.0, ge=0, description="sampled GETs (windowed) behind every curve point before acting: long reuse "
+        "distances show only after a while, and a young curve always favours a small cache"
+    )
+    gets_smoothing: float = Field(
+        0.05, gt=0, le=1, description="EWMA weight of the newest interval's GET count: size for the sustained load, not a burst"
+    )
+    change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
+
+
+class MRCDecider:
+    """The stateful rule behind the ``mrc`` controller and the env's ``anchor`` (what ``mrc-offset``
+    actions are relative to): one implementation, so a policy trained around it sees exactly the
+    controller it is compared with."""
+
+    def __init__(self, settings: MRCControlSettings | None = None) -> None:
+        self.settings = settings or MRCControlSettings()
+        self.reset()
+
+    def reset(self) -> None:
+        self.gets: float | None = None
+        self.last: CostCurve | None = None
+        self._candidate: tuple[str, int] | None = None
+        self._streak = 0
+
+    def decide(
+        self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace
+    ) -> RedisConfig:
+        """The config to run next (``cur`` to hold)."""
+        s = self.settings
+        g = float(gets)
+        self.gets = g if self.gets is None else (1 - s.gets_smoothing) * self.gets + s.gets_smoothing * g
+        if curves is None or not self.gets or not curves.ready(s.min_weight):
+            return cur
+        policies = [p for p in curves.policies if p in space.policies]
+        if not s.change_policy:
+            policies = [p for p in policies if p == cur.maxmemory_policy]
+        if not policies:
+            return cur
+        cc = cost_curve(curves, prices, self.gets, (space.min_bytes, space.max_bytes), policies=policies,
+                        n=s.n_candidates)
+        self.last = cc
+        if not cc.cost:
+            return cur
+        best_policy = cc.best_policy
+        # policies within the hysteresis band of each other: keep the one in force (no flapping)
+        if (cur.maxmemory_policy in cc.cost and cur.maxmemory_policy != best_policy
+                and cc.cost_at(cur.maxmemory_policy, cc.best_size) <= cc.best_cost * (1 + s.hysteresis)):
+            best_policy = cur.maxmemory_policy
+        size = cc.best_size if cc.best_size > cur.maxmemory else self._band_edge(cc, best_policy, cur.maxmemory,
+                                                                                 s.hysteresis)
+        target = (best_policy, space.clip(size))
+        if self._near(target, self._candidate):
+            self._streak += 1
+        else:
+            self._candidate, self._streak = target, 1
+        now = cc.cost_at(cur.maxmemory_policy, cur.maxmemory)
+        if now != now:  # no curve for the policy in force (e.g. a volatile-* policy): move as soon as confirmed
+            return self._move(cur, target) if self._streak >= s.confirm else cur
+        saving = now - cc.cost_at(*target)
+        shrink = target[1] < cur.maxmemory
+        if shrink and not curves.ready(s.shrink_min_weight):
+            return cur
+        if self._streak < (s.shrink_confirm if shrink else s.confirm) or saving <= s.hysteresis * max(now, 0.0):
+            return cur
+        if saving * s.payback_intervals <= prices.switch + self._refill_cost(curves, prices, cur, target):
+            return cur
+        return self._move(cur, target)
+
+    @staticmethod
+    def _band_edge(cc: CostCurve, policy: str, current: int, band: float) -> int:
+        """For a shrink: the size nearest to ``current`` whose predicted cost is within ``band`` of the
+        optimum (drop only as much warm data as the curve insists on)."""
+        costs = cc.cost[policy]
+        ok = cc.sizes[costs <= costs.min() * (1 + band)]
+        if not len(ok):
+            return cc.best_size
+        if ok.min() <= current <= ok.max():
+            return int(ok[np.argmin(np.abs(ok - current))])
+        return int(ok.max() if ok.max() < current else ok.min())
+
+    @staticmethod
+    def _move(cur: RedisConfig, target: tuple[str, int]) -> RedisConfig:
+        return cur.evolve(maxmemory=target[1], maxmemory_policy=target[0])
+
+    @staticmethod
+    def _near(a: tuple[str, int], b: tuple[str, int] | None) -> bool:
+        """Sizes within 25 % of each other (a target drifting with the window is the same target)."""
+        return b is not None and max(a[1], b[1]) <= min(a[1], b[1]) * 1.25
+
+    def _refill_cost(self, curves: MissRatioCurves, prices: Prices, cur: RedisConfig, target: tuple[str, int]) -> float:
+        """Misses a cache grown from the smaller to the larger of the two sizes pays before it holds what
+        the curve assumes: half the per-interval hit gain over the fill time."""
+        assert self.gets is not None
+        small, big = sorted((cur.maxmemory, target[1]))
+        if big <= small or target[0] not in curves.hit:
+            return 0.0
+        mono = curves.monotone()
+        h_small = float(mono.hit_ratio(target[0], small))
+        h_big = float(mono.hit_ratio(target[0], big))
+        misses = max(self.gets * (1.0 - h_small), 1.0)
+        fill_intervals = (big - small) / (misses * max(curves.object_bytes, 1.0))
+        gain = max(h_big - h_small, 0.0) * self.gets * prices.miss
+        return 0.5 * gain * min(fill_intervals, self.settings.payback_intervals)
+
+
+__all__ = ["MRCControlSettings", "MRCDecider"]

@@ -1,0 +1,87 @@
+"""The policy artifact (model.zip + its training config), the shipped default policy, and the
+evaluation suite end to end on a tiny workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cachetuner.control import make_controller
+from cachetuner.control.learned import load_policy
+from cachetuner.errors import ConfigError
+from cachetuner.evaluation import evaluate_controllers
+
+TINY_ENV = {
+    "workloads": [{"trace": "synthetic:zipf", "rate": 200, "params": {"n_requests": 12000, "n_keys": 1500}}],
+    "interval_s": 10, "episode_intervals": None, "warmup_intervals": 1,
+    "bounds": {"min_bytes": 1_500_000, "max_bytes": 9_000_000, "initial_bytes": 4_000_000},
+    "actions": {"policies": ["allkeys-lru", "allkeys-lfu"], "timeouts": [0]},
+}
+
+
+def test_a_model_without_its_training_config_is_refused(tmp_path: Path) -> None:
+    from stable_baselines3 import PPO
+
+    from cachetuner.env import CacheTuningEnv
+
+    model = PPO("MlpPolicy", CacheTuningEnv(TINY_ENV), n_steps=16, batch_size=16, n_epochs=1, device="cpu")
+    model.save(tmp_path / "model.zip")
+    with pytest.raises(ConfigError, match="train_config.yaml"):
+        load_policy(tmp_path / "model.zip")
+    # with its config (no price features, as trained) it loads and decides
+    (tmp_path / "train_config.yaml").write_text(yaml.safe_dump({"env": TINY_ENV, "price_features": False}))
+    art = load_policy(tmp_path / "model.zip")
+    rep = evaluate_controllers(art.env_config, {"ppo": make_controller("ppo", model=art)}, seed=0)
+    assert rep.results["ppo"].summary["intervals"] > 0
+    # the same model declared with price features does not match its observation width: one clear line
+    (tmp_path / "train_config.yaml").write_text(yaml.safe_dump({"env": TINY_ENV, "price_features": True}))
+    art = load_policy(tmp_path / "model.zip")
+    with pytest.raises(ConfigError, match="expects observations of shape"):
+        evaluate_controllers(art.env_config, {"ppo": make_controller("ppo", model=art)}, seed=0)
+
+
+def test_the_shipped_default_policy_loads_and_runs() -> None:
+    art = load_policy("default")
+    assert art.model_card() and "held out" in art.model_card().lower()
+    cfg = art.env_config.model_copy(update={"workloads": art.env_config.workloads[:1], "episode_intervals": 6})
+    rep = evaluate_controllers(cfg, {"ppo": make_controller("ppo", model=art)}, seed=0)
+    assert rep.results["ppo"].summary["intervals"] == 6
+
+
+def test_suite_end_to_end(tmp_path: Path) -> None:
+    from cachetuner.reports.suite import run_suite
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"experiment": "suite-test", "total_timesteps": 1, "env": TINY_ENV,
+                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "tiny", "model": None, "config": str(exp),
+        "controllers": ["mrc", "static-default", "best-static"],
+        "traces": [{"trace": "synthetic:zipf", "name": "zipf", "size_model": None, "rate": 200}],
+        "prices": ["scaled", "list"], "seeds": [0],
+    }))
+    res = run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    assert len(res["cells"]) == 2
+    s = res["summary"]
+    assert s["best-static"]["regret"]["mean"] == pytest.approx(0.0)
+    assert s["static-default"]["savings_vs_default"]["mean"] == pytest.approx(0.0)
+    assert s["best-static"]["hindsight"] and not s["mrc"]["hindsight"]
+    for c in res["cells"]:
+        assert c["currency"] == "USD" and c["best_hindsight"]["tuner"] == "best-static"
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = mlflow.search_runs(search_all_experiments=True)
+    assert len(runs) == 3  # the parent and one child per cell
+
+
+def test_suite_needs_a_model_or_a_config(tmp_path: Path) -> None:
+    from cachetuner.reports.suite import run_suite
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({"model": None, "traces": [{"trace": "synthetic:zipf"}]}))
+    with pytest.raises(ConfigError, match="config"):
+        run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
