@@ -19,8 +19,8 @@ from cachetuner.env.whatif import MIRROR, WhatIfEstimator, whatif_label
 from cachetuner.errors import BackendError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices
-from cachetuner.mrc.decide import MRCDecider
 from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.mrc.decide import MRCDecider
 from cachetuner.mrc.estimator import MRCEstimator, fixed_bytes
 from cachetuner.space import ConfigSpace
 
