@@ -37,6 +37,10 @@ class PPOParams(BaseModel):
     normalize_advantage: bool = True
     net_arch: list[int] = Field(default_factory=lambda: [64, 64], description="hidden layers of both pi and vf")
     activation: Literal["tanh", "relu"] = "tanh"
+    init_action: int | None = Field(
+        None, ge=0, description="start with this action preferred (its logit +3): for mrc-offset, 3 = follow the mrc "
+        "rule, so training starts from the classical controller instead of a uniform random policy"
+    )
     policy: Literal["mlp", "lstm"] = Field(
         "mlp", description="mlp: SB3 PPO; lstm: sb3-contrib RecurrentPPO (memory for periodic workloads)"
     )

@@ -106,7 +106,7 @@ def build_model(cfg: TrainConfig, vec_env: Any) -> Any:
         from stable_baselines3 import PPO as algo
 
         policy = "MlpPolicy"
-    return algo(
+    model = algo(
         policy,
         vec_env,
         learning_rate=p.learning_rate,
@@ -129,6 +129,25 @@ def build_model(cfg: TrainConfig, vec_env: Any) -> Any:
         device="cpu",
         verbose=0,
     )
+    if p.init_action is not None:
+        bias_toward(model, p.init_action)
+    return model
+
+
+def bias_toward(model: Any, action: int, logit: float = 3.0) -> None:
+    """Make ``action`` the initial policy's preferred one (a residual start: with ``mrc-offset`` the
+    policy begins as the mrc controller and learns where to deviate). Discrete action spaces only."""
+    import gymnasium as gym
+    import torch
+
+    space = model.action_space
+    if not isinstance(space, gym.spaces.Discrete) or not 0 <= action < space.n:
+        from cachetuner.errors import ConfigError
+
+        raise ConfigError(f"ppo.init_action: {action} is not an action of {space}")
+    with torch.no_grad():
+        model.policy.action_net.bias.zero_()
+        model.policy.action_net.bias[action] = logit
 
 
 def train(

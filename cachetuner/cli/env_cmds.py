@@ -51,19 +51,20 @@ def bench_env(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Env steps/s and simulated requests/s with random actions, what-if features on vs off."""
+    """Env steps/s and simulated requests/s with random actions: what-if features on vs off, and with the
+    miss-ratio curves on top."""
     from cachetuner.env.bench import bench_env as run_bench
 
     cfg = _load_cfg(config, section)
-    console.log(f"bench env: what-if on and off, {steps} interleaved steps each")
+    console.log(f"bench env: what-if on and off, and with miss-ratio curves, {steps} interleaved steps each")
     report = run_bench(cfg, steps, seed)
     if json_out:
         emit_json(report)
         return
-    for k in ("whatif_on", "whatif_off"):
+    for k in ("whatif_on", "whatif_off", "whatif_and_mrc_on"):
         r = report[k]
         out.print(f"{k}: {r['steps_per_s']} steps/s, {r['sim_requests_per_s']:,} simulated requests/s")
-    out.print(f"what-if slowdown: x{report['whatif_cost_ratio']}")
+    out.print(f"what-if slowdown: x{report['whatif_cost_ratio']}; miss-ratio curves on top: x{report['mrc_cost_ratio']}")
 
 
 @env_app.command("sweep")

@@ -101,12 +101,19 @@ class TargetConfig(BaseModel):
 
 
 class PolicyConfig(BaseModel):
-    """Which decision maker runs: ``ppo`` (a trained SB3 model) or any registered baseline / daemon policy."""
+    """Which controller decides (``policy:`` in the daemon YAML): any deployable registered controller.
+
+    The default is ``mrc``: on the held-out evaluation suite it is cheaper on average than the shipped
+    learned policy (README, "Evaluation suite"), so it ships as the daemon's default until a learned
+    policy beats it there. ``hold`` observes only; ``ppo`` with ``model: default`` runs the shipped policy.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "hold"
-    model: str | None = Field(None, description="ppo: model .zip path or MLflow URI runs:/<id>/model, models:/<name>/<v>")
+    name: str = "mrc"
+    model: str | None = Field(
+        None, description="ppo: model .zip path, default (the shipped policy) or MLflow URI runs:/<id>/model, models:/<name>/<v>"
+    )
     env_config: str | None = Field(
         None, description="experiment YAML whose `env:` section the policy was trained with (observation/decoder)"
     )

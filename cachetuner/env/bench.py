@@ -1,4 +1,6 @@
-"""Env throughput benchmark (``cachetuner bench env``): steps/s with the what-if features on vs off.
+"""Env throughput benchmark (``cachetuner bench env``): steps/s with the what-if features on vs off
+(miss-ratio curves off in both, as in the README's historical figure), and with the full-range
+miss-ratio curves on top.
 
 Random actions on one env per variant, stepped alternately with the same action sequence so that a
 busy machine slows every variant alike; JIT compilation and resets are excluded from the timing.
@@ -12,8 +14,10 @@ from typing import Any
 from cachetuner.env.cache_env import CacheTuningEnv
 from cachetuner.env.config import EnvConfig
 
-#: The variants :func:`bench_env` compares: name -> ``whatif.enabled``.
-WHATIF_VARIANTS: tuple[tuple[str, bool], ...] = (("whatif_on", True), ("whatif_off", False))
+#: The variants :func:`bench_env` compares: name -> (``whatif.enabled``, ``mrc.enabled``).
+WHATIF_VARIANTS: tuple[tuple[str, bool, bool], ...] = (
+    ("whatif_on", True, False), ("whatif_off", False, False), ("whatif_and_mrc_on", True, True),
+)
 
 
 def run_interleaved(cfgs: dict[str, EnvConfig], steps: int, seed: int) -> dict[str, dict[str, Any]]:
@@ -67,11 +71,12 @@ def run_interleaved(cfgs: dict[str, EnvConfig], steps: int, seed: int) -> dict[s
 def bench_env(cfg: EnvConfig, steps: int = 200, seed: int = 0) -> dict[str, Any]:
     """The ``bench env --json`` report: per-variant figures plus the what-if slowdown ratios."""
     variants = {
-        name: cfg.model_copy(update={"whatif": cfg.whatif.model_copy(update={"enabled": enabled})})
-        for name, enabled in WHATIF_VARIANTS
+        name: cfg.model_copy(update={"whatif": cfg.whatif.model_copy(update={"enabled": w}),
+                                     "mrc": cfg.mrc.model_copy(update={"enabled": m})})
+        for name, w, m in WHATIF_VARIANTS
     }
     results = run_interleaved(variants, steps, seed)
-    on, off = results["whatif_on"], results["whatif_off"]
+    on, off, mrc = results["whatif_on"], results["whatif_off"], results["whatif_and_mrc_on"]
     return {
         "workloads": [w.label for w in cfg.workloads],
         "interval_s": cfg.interval_s,
@@ -79,6 +84,8 @@ def bench_env(cfg: EnvConfig, steps: int = 200, seed: int = 0) -> dict[str, Any]
         **results,
         "whatif_cost_ratio": round(off["steps_per_s"] / on["steps_per_s"], 3),
         "whatif_cpu_cost_ratio": round(off["cpu_steps_per_s"] / on["cpu_steps_per_s"], 3),
+        "mrc_cost_ratio": round(on["steps_per_s"] / mrc["steps_per_s"], 3),
+        "mrc_cpu_cost_ratio": round(on["cpu_steps_per_s"] / mrc["cpu_steps_per_s"], 3),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }
 

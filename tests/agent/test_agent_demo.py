@@ -28,8 +28,7 @@ def test_demo_trains_and_evaluates_every_tuner_on_held_out_traffic(tmp_path: Pat
     assert model.is_file() and (tmp_path / "runs" / "quickstart" / "model.zip").is_file()
     assert set(out["evaluations"]) == {"web12", "shifting-heldout"}
     for ev in out["evaluations"].values():
-        assert set(ev["tuners"]) == {"ppo", "mrc", "static-default", "best-static", "dp-hindsight", "oracle", "hill-climb",
-                                     "optuna"}
+        assert set(ev["tuners"]) == {"ppo", "mrc", "static-default", "best-static", "dp-hindsight", "hill-climb"}
         for summary in ev["tuners"].values():
             assert summary["intervals"] == 4
             assert 0.0 <= summary["hit_ratio"] <= 1.0 and summary["cost"] > 0

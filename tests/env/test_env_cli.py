@@ -25,7 +25,8 @@ def test_bench_env_json(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     assert report["whatif_on"]["steps"] == 10 and report["whatif_on"]["sim_requests_per_s"] > 0
-    assert report["whatif_cost_ratio"] > 0
+    assert report["whatif_cost_ratio"] > 0 and report["mrc_cost_ratio"] > 0
+    assert report["whatif_and_mrc_on"]["steps"] == 10
     assert report["whatif_on"]["resets"] >= 2
 
 
