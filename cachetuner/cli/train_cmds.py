@@ -123,7 +123,9 @@ def evaluate_cmd(
 
 
 def _pct(x: Any) -> str:
-    return "n/a" if x is None else f"{x:+.1%}"
+    if x is None:
+        return "n/a"
+    return "0.0%" if abs(x) < 5e-4 else f"{x:+.1%}"
 
 
 def print_evaluation(result: dict[str, Any], report: Any) -> None:

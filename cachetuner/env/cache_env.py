@@ -203,6 +203,7 @@ class CacheTuningEnv(gym.Env):
         new.backend = self.backend.clone()
         new.whatif = None
         new.mrc = None
+        new._cost_curve, new._anchor = None, None
         new._obs = copy.deepcopy(self._obs)
         return new
 

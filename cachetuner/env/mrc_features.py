@@ -38,7 +38,7 @@ def mrc_features(env: Any, config: RedisConfig) -> list[float]:
     n = cfg.observation.mrc_curve_points
     pols = list(cfg.mrc.policies)
     cc = env._cost_curve  # noqa: SLF001 (the env's own state)
-    if cc is None or not cc.cost:
+    if cc is None or not cc.cost or env.mrc is None:
         return [0.0] * (5 + len(pols) + n)
     curves = env.mrc.curves()
     saturation = env.cfg.mrc.half_life_gets / math.log(2)

@@ -91,3 +91,14 @@ def test_mrc_features_need_curves() -> None:
     with pytest.raises(ConfigError, match="mrc.enabled"):
         validate(EnvConfig, {"observation": {"mrc_features": True}, "mrc": {"enabled": False}}, "x.yaml")
     assert np.isfinite(CacheTuningEnv(_cfg()).reset(seed=0)[0]).all()
+
+
+def test_a_fork_of_an_env_with_mrc_features_steps() -> None:
+    """Hindsight controllers fork the env (estimators dropped): its observations must still build."""
+    env = CacheTuningEnv(_cfg())
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(3)
+    fork = env.fork()
+    obs, _, _, _, info = fork.step_config(info_cfg := env.backend.config)
+    assert np.isfinite(obs).all() and info["config"] == info_cfg
