@@ -85,3 +85,18 @@ def test_suite_needs_a_model_or_a_config(tmp_path: Path) -> None:
     suite.write_text(yaml.safe_dump({"model": None, "traces": [{"trace": "synthetic:zipf"}]}))
     with pytest.raises(ConfigError, match="config"):
         run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+
+
+def test_a_recurrent_policy_trains_loads_and_decides(tmp_path: Path) -> None:
+    """``ppo.policy: lstm`` (sb3-contrib RecurrentPPO): the artifact records it and the controller keeps
+    the LSTM state across decisions."""
+    from cachetuner.agent.config import TrainConfig
+    from cachetuner.agent.train import train
+
+    cfg = TrainConfig(experiment="lstm", total_timesteps=64, n_envs=1, env=TINY_ENV, eval={"enabled": False},
+                      ppo={"n_steps": 32, "batch_size": 32, "n_epochs": 1, "policy": "lstm"}, output_dir=tmp_path)
+    res = train(cfg, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    art = load_policy(res.model_path)
+    assert art.recurrent
+    rep = evaluate_controllers(art.env_config, {"ppo": make_controller("ppo", model=art)}, seed=0)
+    assert rep.results["ppo"].summary["intervals"] > 0
