@@ -28,6 +28,7 @@ from cachetuner.sim.params import ClientParams, L2Params, MemoryParams
 from cachetuner.sim.policies import POLICIES
 from cachetuner.sim.sizing import parse_size
 from cachetuner.traces import read_trace
+from cachetuner.traces.trace import Trace
 
 #: Rows of the human-readable table (and the keys every --json output has).
 REPORT_KEYS = (
@@ -43,13 +44,38 @@ for _order in get_args(SimParams.model_fields["eviction_order"].annotation):
     EVICTION_ORDERS.add(_order, _order)
 
 
+#: ``--accounting`` values: the full Redis 7 memory model, or value bytes only (libCacheSim's).
+ACCOUNTING: Registry[str] = Registry("accounting", "--accounting")
+ACCOUNTING.add("redis", "redis")
+ACCOUNTING.add("exact", "exact")
+
+
+def as_lookups(tr: Trace) -> Trace:
+    """libCacheSim's request semantics for ``--accounting exact``: every request is a lookup (a miss
+    fills the cache), no TTLs; so miss counts compare one to one with its LRU on any trace."""
+    import dataclasses
+
+    import numpy as np
+
+    return dataclasses.replace(tr, ops=np.zeros(len(tr), dtype=np.uint8), ttls=np.zeros(len(tr)), read_only=True)
+
+
 def _build_params(
     per_key_overhead: int | None,
     base_memory: int | None,
     clients: int | None,
     l2_capacity: int,
     eviction_order: str = "make-room",
+    accounting: str = "redis",
 ) -> SimParams:
+    if ACCOUNTING.get(accounting) == "exact":
+        clash = [o for o, v in (("--per-key-overhead", per_key_overhead), ("--base-memory", base_memory),
+                                ("--clients", clients)) if v is not None]
+        if clash:
+            raise ConfigError(f"--accounting exact charges value bytes only; drop {', '.join(clash)}")
+        exact = SimParams.exact()
+        l2 = L2Params(enabled=l2_capacity > 0, capacity_bytes=l2_capacity)
+        return exact.model_copy(update={"eviction_order": EVICTION_ORDERS.get(eviction_order), "l2": l2})
     p = SimParams(eviction_order=EVICTION_ORDERS.get(eviction_order))  # type: ignore[arg-type]
     mem = p.memory.model_dump()
     if per_key_overhead is not None:
@@ -89,6 +115,11 @@ def simulate_cmd(
     eviction_order: Annotated[
         str, typer.Option("--eviction-order", help="make-room (evict until each write fits) or redis (evict before each command)")
     ] = "make-room",
+    accounting: Annotated[
+        str, typer.Option("--accounting", help="redis (the Redis 7 memory model: per-key overhead, base memory, client "
+                          "buffers) or exact (libCacheSim's: value bytes only, every request a lookup, no TTL; "
+                          "cross-check miss counts)")
+    ] = "redis",
     interval: Annotated[float, typer.Option("--interval", min=0, help="seconds per reported interval")] = 60.0,
     sim_seed: Annotated[int, typer.Option("--sim-seed", help="seed of the simulator's random stream")] = 0,
     json_out: JsonOpt = False,
@@ -96,8 +127,10 @@ def simulate_cmd(
     """Replay a trace through the Redis 7 simulator under one configuration and report the totals."""
     POLICIES.get(policy, field="--policy")
     tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
+    if ACCOUNTING.get(accounting) == "exact":
+        tr = as_lookups(tr)
     l2_bytes = parse_size(l2_capacity, tr, what="--l2-capacity")
-    p = _build_params(per_key_overhead, base_memory, clients, l2_bytes, eviction_order)
+    p = _build_params(per_key_overhead, base_memory, clients, l2_bytes, eviction_order, accounting)
     mm = parse_size(maxmemory, tr, p, what="--maxmemory")
     try:
         cfg = RedisConfig(
@@ -111,7 +144,7 @@ def simulate_cmd(
     except ValueError as e:
         raise ConfigError(f"invalid Redis config: {e}".splitlines()[0]) from None
     res = simulate(tr, cfg, p, seed=sim_seed, interval_s=interval, progress=not json_out)
-    totals = {"trace": tr.name, "policy": policy, "maxmemory": mm, **res.totals}
+    totals = {"trace": tr.name, "policy": policy, "maxmemory": mm, "accounting": accounting, **res.totals}
     if json_out:
         emit_json({**totals, "config": cfg.model_dump(), "params": p.model_dump()})
         return
