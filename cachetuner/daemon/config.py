@@ -103,9 +103,10 @@ class TargetConfig(BaseModel):
 class PolicyConfig(BaseModel):
     """Which controller decides (``policy:`` in the daemon YAML): any deployable registered controller.
 
-    The default is ``mrc``: on the held-out evaluation suite it is cheaper on average than the shipped
-    learned policy (README, "Evaluation suite"), so it ships as the daemon's default until a learned
-    policy beats it there. ``hold`` observes only; ``ppo`` with ``model: default`` runs the shipped policy.
+    The default is ``mrc``: the shipped learned policy is cheaper on the held-out suite's mean, but a
+    second training seed was not (README, "Evaluation suite"), so the daemon keeps the predictable
+    classical controller until learned policies beat it across seeds. ``hold`` observes only; ``ppo``
+    with ``model: default`` runs the shipped policy.
     """
 
     model_config = ConfigDict(extra="forbid")
