@@ -7,6 +7,8 @@ configs). The evaluation's ``regret`` is measured against the cheapest of them o
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,15 +37,20 @@ def _grid(ctx: DecisionContext, settings: ControlSettings) -> list[RedisConfig]:
     return list(dict.fromkeys(cfgs + extra))
 
 
-def held_costs(env: Any, cfg: RedisConfig, horizon: int | None = None) -> list[float]:
-    """Per-interval cost of holding ``cfg`` from ``env``'s state for ``horizon`` intervals (None = to the end)."""
+def play(env: Any, configs: Iterable[RedisConfig]) -> list[float]:
+    """Per-interval cost of running ``configs`` in turn from ``env``'s state, until they or the episode end."""
     costs: list[float] = []
-    done = False
-    while not done and (horizon is None or len(costs) < horizon):
+    for cfg in configs:
         _, _, terminated, truncated, info = env.step_config(cfg)
         costs.append(float(info["cost"]["total"]))
-        done = bool(terminated or truncated)
+        if terminated or truncated:
+            break
     return costs
+
+
+def held_costs(env: Any, cfg: RedisConfig, horizon: int | None = None) -> list[float]:
+    """Per-interval cost of holding ``cfg`` from ``env``'s state for ``horizon`` intervals (None = to the end)."""
+    return play(env, itertools.repeat(cfg) if horizon is None else itertools.repeat(cfg, horizon))
 
 
 @register_controller("best-static")
@@ -104,13 +111,7 @@ class DPHindsight:
             plan = _dp_plan(c, penalty)
             if plan == best_plan:
                 continue
-            env = _fork(ctx)
-            realised = 0.0
-            for i in plan:
-                _, _, term, trunc, info = env.step_config(grid[i])
-                realised += float(info["cost"]["total"])
-                if term or trunc:
-                    break
+            realised = sum(play(_fork(ctx), (grid[i] for i in plan)))
             if realised < best_cost:
                 best_plan, best_cost = plan, realised
         self.plan = [grid[i] for i in best_plan]

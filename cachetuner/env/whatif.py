@@ -38,6 +38,7 @@ from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import WhatIfConfig
 from cachetuner.keysample import hash_sample_mask, splitmix64
+from cachetuner.mrc.estimator import fixed_bytes, mini_params
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
 
@@ -261,8 +262,8 @@ class WhatIfEstimator:
         params = self._sim_params if self._sim_params is not None else SimParams()
         key_len = self._key_len if self._key_len is not None else params.memory.default_key_bytes
         self._key_bytes = np.full(self._capacity, key_len, dtype=np.int64)
-        self._fixed_bytes = _fixed_bytes(params)
-        params = _mini_params(params)
+        self._fixed_bytes = fixed_bytes(params)
+        params = mini_params(params)
         grid: list[tuple[str | None, float, str]] = [
             (p, f, whatif_label(p, f)) for p in self.cfg.policies for f in self.cfg.sizes
         ]
@@ -305,30 +306,6 @@ class WhatIfEstimator:
         while cap < need:
             cap *= 2
         self._build(cap)
-
-
-def _fixed_bytes(params: SimParams) -> int:
-    """Memory of the full cache that does not scale with its keys (empty Redis + client buffers)."""
-    return params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes
-
-
-def _mini_params(params: SimParams) -> SimParams:
-    """Mini caches need hit ratios only: no second tier, no unscaled fixed memory, no latency model.
-
-    They also draw eviction candidates uniformly (``sampling="uniform"``) instead of walking the
-    simulator's model of Redis's hash table: a mini cache's keys carry local ids whose numbering
-    depends on the order keys were first seen (dense table vs live hash path), and a table layout
-    hashed from those ids would make the estimate depend on that numbering.
-    """
-    return params.model_copy(
-        update={
-            "sampling": "uniform",
-            "model_latency": False,
-            "memory": params.memory.model_copy(update={"base_used_memory": 0}),
-            "clients": params.clients.model_copy(update={"client_buffer_bytes": 0}),
-            "l2": params.l2.model_copy(update={"enabled": False}),
-        }
-    )
 
 
 __all__ = ["MIRROR", "WhatIfEstimator", "hash_sample_mask", "splitmix64", "whatif_label"]

@@ -50,8 +50,12 @@ def fixed_bytes(params: SimParams) -> int:
 
 
 def mini_params(params: SimParams) -> SimParams:
-    """Miniature caches need hit ratios only: no second tier, no fixed memory, no latency model, and
-    uniform eviction sampling (their key numbering says nothing about Redis's hash-table layout)."""
+    """Miniature caches (what-if and miss-ratio curves) need hit ratios only: no second tier, no
+    unscaled fixed memory, no latency model. They draw eviction candidates uniformly
+    (``sampling="uniform"``) instead of walking the simulator's model of Redis's hash table: a
+    miniature cache's keys carry local ids whose numbering depends on the order keys were first seen
+    (dense table vs live hash path), and a table layout hashed from those ids would make the estimate
+    depend on that numbering."""
     return params.model_copy(
         update={
             "sampling": "uniform",
@@ -137,6 +141,7 @@ class MRCEstimator:
             rank[order] = np.arange(self._n_keys, dtype=np.int64)
             self._hv_sorted = hv[order]
             self._rank, self._hv = rank, hv
+        self._curves: MissRatioCurves | None = None
         self._build()
 
     # -- public -------------------------------------------------------------------------------------------
@@ -156,6 +161,7 @@ class MRCEstimator:
         ``total_gets`` / ``total_get_bytes``: GETs (and their bytes) of the *whole* interval, needed
         for SHARDS-adj when ``sample`` is already a sample; counted here for a full stream.
         """
+        self._curves = None
         if sample.rate < 1.0 and sample.rate < self._stream_rate - 1e-12:
             self._stream_rate = float(sample.rate)  # live: no miniature cache can sample finer than the stream
             self._build()
@@ -220,7 +226,10 @@ class MRCEstimator:
             m.weight += gets
 
     def curves(self) -> MissRatioCurves:
-        """The current windowed curves (NaN where no sampled GET has been seen yet)."""
+        """The current windowed curves (NaN where no sampled GET has been seen yet); computed once per
+        :meth:`update` (the env, its features and the controllers all read them every interval)."""
+        if self._curves is not None:
+            return self._curves
         hit: dict[str, np.ndarray] = {}
         byte_hit: dict[str, np.ndarray] = {}
         weight: dict[str, np.ndarray] = {}
@@ -229,13 +238,15 @@ class MRCEstimator:
             hit[p] = np.array([_ratio(m.hits, m.expected) for m in ms])
             byte_hit[p] = np.array([_ratio(m.byte_hits, m.expected_bytes) for m in ms])
             weight[p] = np.array([m.weight for m in ms])
-        return MissRatioCurves(self.sizes.copy(), hit, byte_hit, weight, self._obj)
+        self._curves = MissRatioCurves(self.sizes.copy(), hit, byte_hit, weight, self._obj)
+        return self._curves
 
     def clone(self) -> MRCEstimator:
         """Independent copy, miniature-cache state included."""
         import copy
 
         new = copy.copy(self)
+        new._curves = None
         new._minis = [
             _Mini(**{**m.__dict__, "sim": m.sim.clone() if m.sim is not None else None})  # type: ignore[attr-defined]
             for m in self._minis
