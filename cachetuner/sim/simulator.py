@@ -166,6 +166,7 @@ class TieredCacheSim:
         interval_s: float | None = None,
         *,
         until: float | None = None,
+        record: np.ndarray | None = None,
     ) -> MetricsSnapshot:
         """Process requests ``[start, stop)`` of ``trace`` as one interval and report it.
 
@@ -173,8 +174,9 @@ class TieredCacheSim:
         is one). ``until``, if given, lets simulated time run on to that timestamp after the last
         request (active expiry and idle-client closes keep happening). Counters include anything
         that happened since the previous report (e.g. evictions caused by :meth:`apply_config`).
+        ``record`` (float64 ``(stop - start, 2)``) receives per-request outcomes (``K.run_requests``).
         """
-        start, stop = self._process(trace, start, stop)
+        start, stop = self._process(trace, start, stop, record)
         if interval_s is None:
             interval_s = self._span(trace, start, stop)
         if until is not None:
@@ -289,7 +291,7 @@ class TieredCacheSim:
         return float(self._state.fst[0])
 
     # ------------------------------------------------------------------ internals
-    def _process(self, trace: Trace, start: int, stop: int | None) -> tuple[int, int]:
+    def _process(self, trace: Trace, start: int, stop: int | None, record: np.ndarray | None = None) -> tuple[int, int]:
         """Run requests ``[start, stop)`` through the kernel; returns the clipped bounds."""
         if trace.n_keys > self.n_keys:
             raise ConfigError(f"trace {trace.name} has n_keys={trace.n_keys} but the simulator was built for {self.n_keys}")
@@ -308,6 +310,7 @@ class TieredCacheSim:
                 _arr(trace.sizes, start, stop, whole, np.int64),
                 _arr(trace.ops, start, stop, whole, np.uint8),
                 _arr(trace.ttls, start, stop, whole, np.float64),
+                np.zeros((0, 2)) if record is None else record[: stop - start],
             )
         return start, stop
 

@@ -140,8 +140,12 @@ def write_key(S, k, size, exp, now):
 
 # ----------------------------------------------------------------------------- main loop
 @nb.njit(**_JIT)
-def run_requests(S, ts, keys, sizes, ops, ttls):
+def run_requests(S, ts, keys, sizes, ops, ttls, out):
     """Process requests in order (processCommand() for each), updating cumulative counters.
+
+    ``out``: per-request outcomes for callers that need them (TTL policies, staleness, tenants), a
+    float64 array of shape ``(n, 2)``, or ``(0, 2)`` to record nothing: ``out[i, 0]`` = 1 for an L1
+    hit + 2 when a write (SET or fill) was admitted, ``out[i, 1]`` = the request's latency in ms.
 
     The arrays the common path touches are loaded from the state once, outside the loop: every
     ``S.<field>`` access costs an (atomic) reference-count pair, which on a hit was most of the cost.
@@ -177,6 +181,7 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
     l2_on = ipar[P_L2_ON] != 0
     lfu = ipar[P_SCORE] == SCORE_LFU
     one_client = cl_conn.shape[0] == 1
+    tracing = out.shape[0] > 0
     for i in range(ts.shape[0]):
         now = ts[i]
         if now >= fst[F_NEXT_EVENT] or ist[I_STARTED] == 0:
@@ -208,6 +213,7 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
             lat += l1 * jit_tab[int(rng_uniform(rng) * n_jit)]
 
         do_write = False
+        hit = 0.0
         w_size = 0
         w_exp = 0.0
         if op == OP_GET:
@@ -215,6 +221,7 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
             cnt[C_GETS] += 1
             cnt[C_BREQ] += sz
             if kv[k, KV_DPOS] >= 0:
+                hit = 1.0
                 cnt[C_HITS] += 1
                 cnt[C_BHIT] += sz
                 if lfu:
@@ -270,7 +277,11 @@ def run_requests(S, ts, keys, sizes, ops, ttls):
             if l2_on:
                 l2_remove(S, k)
         if do_write:
-            write_key(S, k, w_size, w_exp, now)
+            if write_key(S, k, w_size, w_exp, now) and tracing:
+                hit += 2.0
+        if tracing:
+            out[i, 0] = hit
+            out[i, 1] = lat
 
         if latency:  # record_latency()
             fcnt[FC_LATSUM_MS] += lat
