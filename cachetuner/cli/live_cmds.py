@@ -83,6 +83,7 @@ def replay_cmd(
     sample_rate: Annotated[float, typer.Option("--sample-rate", help="Share of keys published to the sampled stream.")] = 0.01,
     miss_latency_ms: Annotated[float, typer.Option("--miss-latency-ms", help="Median simulated backend call on a miss.")] = 900.0,
     miss_sigma: Annotated[float, typer.Option("--miss-sigma", help="Lognormal sigma of the backend call.")] = 0.6,
+    ttl_policy: Annotated[str | None, typer.Option("--ttl-policy", help="Client-side TTL policy: trace, fixed:S, rules, multi-factor, hotness (docs/ttl.md).")] = None,
     size_model: SizeModelOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
@@ -104,7 +105,7 @@ def replay_cmd(
     opts = ReplayOptions(
         rate=rate, speedup=speedup, duration_s=duration, max_requests=max_requests, loop=loop, pipeline=pipeline,
         metrics_port=None if metrics_port < 0 else metrics_port, sample_rate=sample_rate,
-        miss_latency_ms=miss_latency_ms, miss_sigma=miss_sigma, seed=seed,
+        miss_latency_ms=miss_latency_ms, miss_sigma=miss_sigma, seed=seed, ttl_policy=ttl_policy,
         stack_dir=str(stack_dir) if stack_dir is not None else None,
     )  # fmt: skip
     total = max_requests or (None if loop else len(tr))

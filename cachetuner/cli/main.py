@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "cachetuner.cli.hotness_cmds",
     "cachetuner.cli.daemon_cmds",
     "cachetuner.cli.ab_cmds",
+    "cachetuner.cli.ttl_cmds",
     "cachetuner.cli.mrc_cmds",
     "cachetuner.cli.demo",
 )

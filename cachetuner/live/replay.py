@@ -48,6 +48,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from dataclasses import replace as dc_replace
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,6 +68,7 @@ from cachetuner.live.replay_schedule import BatchBuilder, Pacer
 from cachetuner.live.resp import RespConnection
 from cachetuner.live.stack import SCRAPE_INTERVAL_S
 from cachetuner.traces.trace import Op, Trace
+from cachetuner.ttl import apply_ttl_policy
 
 __all__ = [
     "KEY_PREFIX", "LIST_MAX_REQUESTS", "BatchCounters", "BatchHistogram", "ReplayMetrics", "ReplayOptions",
@@ -116,6 +118,9 @@ class ReplayOptions(BaseModel):
     )
     linger_s: float = Field(2.5 * SCRAPE_INTERVAL_S, ge=0, description="keep /metrics up this long after the end")
     record_send_times: bool = Field(False, description="keep each request's wall-clock send time (fidelity runs)")
+    ttl_policy: str | None = Field(
+        None, description="client-side TTL policy (cachetuner.ttl spec, e.g. fixed:300, hotness); None = the trace's TTLs"
+    )
     seed: int = 0
 
     def check(self) -> None:
@@ -192,6 +197,11 @@ class Replayer:
             raise ConfigError(f"replay: trace {trace.name} has no requests")
         if opt.start >= n:
             raise ConfigError(f"replay: --start {opt.start} is past the end of {trace.name} ({n} requests)")
+        if opt.ttl_policy is not None:
+            # the policy's TTLs are in trace seconds: --speedup compresses them like the trace's clock
+            trace = apply_ttl_policy(trace, opt.ttl_policy)
+            if opt.speedup:
+                trace = dc_replace(trace, ttls=trace.ttls / opt.speedup)
         self.trace, self.redis_url, self.opt = trace, redis_url, opt
         self.limit = opt.max_requests if opt.max_requests is not None else (None if opt.loop else n - opt.start)
         self.metrics = metrics or ReplayMetrics()

@@ -276,9 +276,8 @@ def run_requests(S, ts, keys, sizes, ops, ttls, out):
                 remove_key(S, k)
             if l2_on:
                 l2_remove(S, k)
-        if do_write:
-            if write_key(S, k, w_size, w_exp, now) and tracing:
-                hit += 2.0
+        if do_write and write_key(S, k, w_size, w_exp, now) and tracing:
+            hit += 2.0
         if tracing:
             out[i, 0] = hit
             out[i, 1] = lat

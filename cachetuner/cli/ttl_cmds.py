@@ -1,0 +1,88 @@
+"""``cachetuner ttl compare / policies``: client-side TTL policies on the simulator (docs/ttl.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from cachetuner.cli.app import app, console, emit_json, out
+from cachetuner.cli.trace_options import JsonOpt, LimitOpt, SeedOpt, load_trace_from_options
+from cachetuner.errors import ConfigError
+
+ttl_app = typer.Typer(help="Client-side TTL policies (key lifetimes), freshness and tenants.", no_args_is_help=True)
+app.add_typer(ttl_app, name="ttl")
+
+
+def _pick(values: list, i: int, n: int, name: str, default: object) -> object:
+    if not values:
+        return default
+    if len(values) == 1:
+        return values[0]
+    if len(values) != n:
+        raise ConfigError(f"{name}: give it once or once per --trace ({n}), got {len(values)}")
+    return values[i]
+
+
+@ttl_app.command("policies")
+def policies_cmd() -> None:
+    """List the registered TTL policies."""
+    from cachetuner.ttl import TTL_POLICIES
+
+    out.print("\n".join(TTL_POLICIES.names()))
+
+
+@ttl_app.command("compare")
+def compare_cmd(
+    trace: Annotated[list[str], typer.Option("--trace", help="Trace (repeat for several).")],
+    format: Annotated[list[str], typer.Option("--format", help="Format, once or once per --trace.")] = [],  # noqa: B006
+    size_model: Annotated[list[str], typer.Option("--size-model", help="Size model, once or per trace.")] = [],  # noqa: B006
+    rate: Annotated[list[float], typer.Option("--rate", help="Requests/s, once or per trace.")] = [],  # noqa: B006
+    label: Annotated[list[str], typer.Option("--label", help="Row label per trace (default: file name).")] = [],  # noqa: B006
+    policy: Annotated[list[str], typer.Option("--policy", help="TTL policy spec (repeat); the first is the reference.")] = [  # noqa: B006
+        "fixed:300", "hotness", "rules", "multi-factor"],
+    memory: Annotated[float, typer.Option("--memory", help="maxmemory as a share of each trace's working set.")] = 0.1,
+    eviction: Annotated[str, typer.Option("--eviction", help="maxmemory-policy of every cell.")] = "allkeys-lru",
+    interval: Annotated[float, typer.Option("--interval", help="Seconds per interval (p95 and series).")] = 60.0,
+    track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow (experiment cachetuner-ttl).")] = True,
+    seed: SeedOpt = 0,
+    limit: LimitOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Each TTL policy on each trace at the same maxmemory; deltas against the first policy."""
+    from cachetuner.ttl.compare import compare_ttl, log_compare
+
+    n = len(trace)
+    traces = []
+    for i, t in enumerate(trace):
+        tr = load_trace_from_options(
+            t, str(_pick(format, i, n, "--format", "auto")), _pick(size_model, i, n, "--size-model", None),  # type: ignore[arg-type]
+            _pick(rate, i, n, "--rate", None), seed, limit,  # type: ignore[arg-type]
+        )
+        traces.append((str(_pick(label, i, n, "--label", tr.name)), tr))
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("ttl compare", total=n * len(policy))
+        rows = compare_ttl(
+            traces, list(policy), memory_share=memory, maxmemory_policy=eviction, interval_s=interval, seed=seed,
+            on_cell=lambda done, total, what: bar.update(task, completed=done, description=what),
+        )
+    settings = {"traces": trace, "policies": policy, "memory_share": memory, "eviction": eviction,
+                "interval_s": interval, "seed": seed, "limit": limit}  # fmt: skip
+    run_id = log_compare(rows, settings) if track else None
+    if json_out:
+        emit_json({"rows": rows, "mlflow_run_id": run_id, **settings})
+        return
+    table = Table(title=f"TTL policies at maxmemory = {memory:g} x working set ({eviction})")
+    for c in ("trace", "policy", "hit ratio", "Δ pp", "byte hit", "Δ pp", "stale share", "Δ pp", "p95 ms", "Δ ms", "mean TTL s"):
+        table.add_column(c)
+    for r in rows:
+        table.add_row(
+            r["trace"], r["policy"], f"{r['hit_ratio']:.4f}", f"{r['delta_hit_ratio_pp']:+.2f}",
+            f"{r['byte_hit_ratio']:.4f}", f"{r['delta_byte_hit_ratio_pp']:+.2f}", f"{r['stale_share']:.4f}",
+            f"{r['delta_stale_share_pp']:+.2f}", f"{r['p95_ms']:.0f}", f"{r['delta_p95_ms']:+.0f}", f"{r['mean_ttl_s']:.0f}",
+        )  # fmt: skip
+    out.print(table, width=max(out.width, 150))
+    if run_id:
+        console.print(f"MLflow run {run_id} (experiment cachetuner-ttl)")
