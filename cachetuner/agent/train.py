@@ -12,6 +12,7 @@ import functools
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,8 +157,15 @@ def train(
     tracking_uri: str | None = None,
     config_path: str | Path | None = None,
     console: Console | None = None,
+    parent_run_id: str | None = None,
+    run_tags: dict[str, str] | None = None,
+    log_outputs: Sequence[Any] = (),
 ) -> TrainResult:
-    """Train PPO as ``cfg`` says and record the run in MLflow (see module docstring)."""
+    """Train PPO as ``cfg`` says and record the run in MLflow (see module docstring).
+
+    For sweeps (:mod:`cachetuner.sweep`): ``parent_run_id`` makes the run a child of that MLflow run,
+    ``run_tags`` are added to its tags, and ``log_outputs`` (SB3 ``KVWriter``) receive every logger
+    dump next to MLflow's, e.g. ``eval/mean_reward`` after each evaluation."""
     import mlflow
     from stable_baselines3.common.callbacks import (
         CallbackList,
@@ -190,8 +198,8 @@ def train(
 
     setup_tracking(tracking_uri, experiment=cfg.experiment)
     try:
-        with mlflow.start_run(run_name=name) as run:
-            mlflow.set_tags({"env_id": f"CacheTuner/{label}", "kind": "train"})
+        with mlflow.start_run(run_name=name, parent_run_id=parent_run_id) as run:
+            mlflow.set_tags({"env_id": f"CacheTuner/{label}", "kind": "train", **(run_tags or {})})
             mlflow.log_params(flat_params(resolved))
             mlflow.log_artifact(str(out_dir / CONFIG_SIDECAR), artifact_path="config")
             if config_path is not None:
@@ -199,7 +207,7 @@ def train(
 
             _log_reference_rewards(eval_cfg, cfg)
             model = build_model(cfg, train_env)
-            model.set_logger(Logger(folder=None, output_formats=[MLflowOutputFormat()]))
+            model.set_logger(Logger(folder=None, output_formats=[MLflowOutputFormat(), *log_outputs]))
             callbacks: list[Any] = [RolloutMetricsCallback(), RichProgressCallback(cfg.total_timesteps, console)]
             if cfg.checkpoint_freq:
                 callbacks.append(
