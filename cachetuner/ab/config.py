@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
+from cachetuner.ttl.keyspace import FreshnessConfig
 from cachetuner.yamlconfig import load_model, validate
 
 
@@ -32,6 +33,9 @@ class ArmConfig(BaseModel):
     )
     config: RedisConfig | None = Field(None, description="fixed configuration held for the whole run")
     params: dict[str, Any] = Field(default_factory=dict, description="`baselines:` settings passed to the tuner")
+    ttl: str | None = Field(
+        None, description="client-side TTL policy (cachetuner.ttl spec: trace, fixed:300, rules, multi-factor, hotness)"
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> ArmConfig:
@@ -50,13 +54,14 @@ class ArmConfig(BaseModel):
 
     def describe(self) -> str:
         """Short identity used in tags, plots and reports (``static-default``, ``ppo:PATH``, ``config:...``)."""
+        ttl = f" ttl={self.ttl}" if self.ttl is not None else ""
         if self.tuner is not None:
-            return self.tuner
+            return self.tuner + ttl
         if self.model is not None:
-            return f"ppo:{self.model}"
+            return f"ppo:{self.model}{ttl}"
         c = self.config
         assert c is not None
-        return f"config:{c.maxmemory_policy}@{c.maxmemory}B,timeout={c.timeout}"
+        return f"config:{c.maxmemory_policy}@{c.maxmemory}B,timeout={c.timeout}{ttl}"
 
     def identity(self) -> str:
         """What ``ab.treatment_model`` / ``ab.control`` tags hold: the model path, the tuner name, or
@@ -141,12 +146,34 @@ class ABConfig(BaseModel):
     shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     promotion: PromotionConfig = Field(default_factory=PromotionConfig)
+    freshness: FreshnessConfig = Field(
+        default_factory=FreshnessConfig, description="TTL A/B: per-group source updates of traces without events"
+    )
+    tenants: str | None = Field(None, description="TTL A/B: a tenant workload YAML replacing the env's workloads")
+    warmup_intervals: int = Field(5, ge=0, description="TTL A/B: intervals replayed before the first recorded one")
+    memory_share: float | None = Field(
+        None, gt=0, description="TTL A/B: both arms' maxmemory = this share of the workload's working set"
+    )
 
     @model_validator(mode="after")
     def _env_source(self) -> ABConfig:
         if self.env is not None and self.env_config is not None:
             raise ValueError("set env or env_config, not both")
+        if self.is_ttl:
+            c, t = self.control, self.treatment
+            for role, arm in (("control", c), ("treatment", t)):
+                if arm.config is None:
+                    raise ValueError(f"{role}: a TTL A/B holds one fixed `config:` in both arms (arms differ only in ttl)")
+            if c.config != t.config:
+                raise ValueError("treatment.config: must equal control.config (a TTL A/B compares TTLs at one configuration)")
+            if self.mode != "sim":
+                raise ValueError("mode: TTL A/B runs in sim mode only (live shadow TTL arms are not implemented)")
         return self
+
+    @property
+    def is_ttl(self) -> bool:
+        """Arms that set ``ttl``: a TTL A/B (same configuration, different client-side TTL policies)."""
+        return self.control.ttl is not None or self.treatment.ttl is not None
 
 
 def load_ab_config(path: str | Path) -> ABConfig:

@@ -102,10 +102,31 @@ def cumulative_cost_figure(result: ABResult) -> Any:
     return fig
 
 
+def ttl_figure(result: ABResult) -> Any:
+    """TTL A/B: hit ratio, share of hits served stale and mean TTL of the writes, per interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
+    for arm in (result.control, result.treatment):
+        for ax, key in zip(axes, ("hit_ratio", "stale_share", "mean_ttl_s"), strict=True):
+            ax.plot(arm.series(key), label=arm.description, lw=1)
+            ax.set_ylabel(key)
+    axes[0].legend(fontsize=7)
+    axes[-1].set_xlabel("interval")
+    fig.tight_layout()
+    return fig
+
+
 def ab_figures(result: ABResult) -> dict[str, Any]:
     """Every figure logged with a run, by artifact name."""
-    return {
+    figs = {
         "ab_timeseries": timeseries_figure(result),
         "ab_delta_ci": delta_ci_figure(result),
         "ab_cumulative_cost": cumulative_cost_figure(result),
     }
+    if result.control.records and "stale_share" in result.control.records[0]:
+        figs["ab_ttl"] = ttl_figure(result)
+    return figs

@@ -16,7 +16,7 @@ from cachetuner.metrics import MetricsSnapshot
 #: Per-interval series logged for each arm (MLflow metric names, as steps).
 SERIES = (
     "hit_ratio", "byte_hit_ratio", "p95_ms", "cost", "maxmemory_mb", "used_memory_mb",
-    "gets", "requests", "evictions", "backend_calls",
+    "gets", "requests", "evictions", "backend_calls", "stale_share", "mean_ttl_s",
 )
 
 
@@ -80,6 +80,8 @@ class ABResult:
     verdict: Verdict
     meta: dict = field(default_factory=dict)
     mlflow_run_id: str | None = None
+    #: TTL A/B: ``mean_ttl_s``, ``stale_share_delta_pp`` and ``tenants`` (see cachetuner.ab.ttl_runner)
+    extras: dict = field(default_factory=dict)
 
     @property
     def intervals(self) -> int:
@@ -93,5 +95,6 @@ class ABResult:
             name=self.name, mode=self.mode, control=self.control.description, treatment=self.treatment.description,
             control_totals=self.control.totals(), treatment_totals=self.treatment.totals(),
         )
+        out.update(self.extras)
         out["meta"] = self.meta
         return out

@@ -18,6 +18,7 @@ from cachetuner.ab.arms import build_tuner, ensure_model, model_env_config
 from cachetuner.ab.config import ABConfig, ArmConfig, resolve_env_config
 from cachetuner.ab.result import ABResult, ArmSeries, record_of
 from cachetuner.ab.stats import compare
+from cachetuner.ab.ttl_runner import run_ttl_sim
 from cachetuner.errors import BackendError, ConfigError
 from cachetuner.evaluation.episode import context_from_env
 
@@ -69,7 +70,10 @@ def run_ab(
         ensure_model(arm, tracking_uri=tracking_uri)
     env_cfg = arm_env_config(cfg, env_override, source)
     n = cfg.horizon_intervals if max_intervals is None else min(max_intervals, cfg.horizon_intervals)
-    if cfg.mode == "sim":
+    extras: dict[str, Any] = {}
+    if cfg.is_ttl:
+        control, treatment, meta, extras = run_ttl_sim(cfg, env_cfg, n, on_step)
+    elif cfg.mode == "sim":
         control, treatment, meta = _run_sim(cfg, env_cfg, n, on_step)
     else:
         control, treatment, meta = _run_shadow(cfg, env_cfg, n, on_step)
@@ -90,7 +94,7 @@ def run_ab(
         interval_s=env_cfg.interval_s,
         seed=cfg.seed,
     )
-    return ABResult(cfg.name, cfg.mode, control, treatment, verdict, meta)
+    return ABResult(cfg.name, cfg.mode, control, treatment, verdict, meta, extras=extras)
 
 
 def _record(series: ArmSeries, info: dict) -> None:

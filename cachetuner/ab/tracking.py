@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from cachetuner.ab.config import ABConfig, ArmConfig
-from cachetuner.ab.result import SERIES, ABResult, ArmSeries
+from cachetuner.ab.result import ABResult, ArmSeries
 from cachetuner.ab.stats import METRICS
 
 REPORT_ARTIFACT = "ab_report.json"
@@ -99,7 +99,7 @@ def _log_arm(cfg: ABConfig, arm_cfg: ArmConfig, series: ArmSeries, parent_tags: 
         arm_doc = {"role": series.role, "arm": spec, "initial_config": initial, "estimated": series.estimated}
         mlflow.log_artifact(_write(d, f"{series.role}_arm.yaml", yaml.safe_dump(arm_doc, sort_keys=False)), "config")
         mlflow.log_artifact(_write(d, f"{series.role}_configs.json", json.dumps(series.configs)), "config")
-        _log_batch(run.info.run_id, {name: list(series.series(name)) for name in SERIES if series.records})
+        _log_batch(run.info.run_id, {name: list(v) for name, v in series.arrays().items()})
         mlflow.log_metrics(series.totals())
         return run.info.run_id
 
@@ -132,6 +132,7 @@ def log_ab(result: ABResult, cfg: ABConfig, env_cfg: Any, *, config_path: str | 
         for name, ci in v.deltas.items():
             key = METRICS[name]["key"]
             summary.update({f"{key}.mean": ci.mean, f"{key}.ci_low": ci.ci[0], f"{key}.ci_high": ci.ci[1]})
+        summary.update(_extras_metrics(result.extras))
         summary = {k: float(x) for k, x in summary.items() if x == x and abs(x) != float("inf")}
         mlflow.log_metrics(summary)
         deltas = {
@@ -150,6 +151,20 @@ def log_ab(result: ABResult, cfg: ABConfig, env_cfg: Any, *, config_path: str | 
         for key, fig in ab_figures(result).items():
             log_figure_png(fig, key)
         return parent.info.run_id
+
+
+def _extras_metrics(extras: dict, prefix: str = "") -> dict[str, float]:
+    """TTL A/B figures (mean TTL, stale share, per-tenant deltas) as flat MLflow metric names."""
+    out: dict[str, float] = {}
+    for k, v in extras.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_extras_metrics(v, f"{name}."))
+        elif isinstance(v, list) and len(v) == 2 and name.endswith(".ci"):
+            out.update({f"{name[:-3]}.ci_low": float(v[0]), f"{name[:-3]}.ci_high": float(v[1])})
+        elif isinstance(v, int | float):
+            out[name] = float(v)
+    return out
 
 
 def store_root(uri: str | None) -> Path | None:
