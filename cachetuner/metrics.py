@@ -27,6 +27,30 @@ from cachetuner.config import RedisConfig
 
 
 @dataclass
+class TenantMetrics:
+    """One tenant's share of an interval (multi-tenant workloads; ``MetricsSnapshot.tenants``)."""
+
+    gets: int = 0
+    hits: int = 0
+    byte_requests: int = 0
+    byte_hits: int = 0
+    stale_hits: int = 0        # hits on an item written before its group's last source update
+    latency_p95_ms: float = 0.0
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.hits / self.gets if self.gets else 0.0
+
+    @property
+    def byte_hit_ratio(self) -> float:
+        return self.byte_hits / self.byte_requests if self.byte_requests else 0.0
+
+    @property
+    def stale_share(self) -> float:
+        return self.stale_hits / self.hits if self.hits else 0.0
+
+
+@dataclass
 class MetricsSnapshot:
     """What happened during one tuning interval, plus the state at its end."""
 
@@ -57,6 +81,8 @@ class MetricsSnapshot:
     miss_cost: float = 0.0     # cost of backend (inference) calls caused by misses, in cost units
     config: RedisConfig = field(default_factory=RedisConfig)
     stale: bool = False        # live path: metrics were missing or NaN; values are the last known
+    stale_hits: int = 0        # hits served stale (cachetuner.ttl: written before a source update)
+    tenants: dict[str, TenantMetrics] = field(default_factory=dict)  # per tenant, when the workload has them
 
     @property
     def hit_ratio(self) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
@@ -19,11 +20,15 @@ app.add_typer(ttl_app, name="ttl")
 def _pick(values: list, i: int, n: int, name: str, default: object) -> object:
     if not values:
         return default
-    if len(values) == 1:
-        return values[0]
-    if len(values) != n:
+    if len(values) != 1 and len(values) != n:
         raise ConfigError(f"{name}: give it once or once per --trace ({n}), got {len(values)}")
-    return values[i]
+    v = values[0] if len(values) == 1 else values[i]
+    return default if v in ("-", "", 0, 0.0) else v  # "-" (or a 0 rate): this trace's default
+
+
+def _wide(table: Table) -> None:
+    """Piped output gets rich's 80 columns by default: too narrow for these tables."""
+    (out if out.is_terminal and out.width >= 150 else Console(width=160)).print(table)
 
 
 @ttl_app.command("policies")
@@ -34,12 +39,25 @@ def policies_cmd() -> None:
     out.print("\n".join(TTL_POLICIES.names()))
 
 
+@ttl_app.command("train-model")
+def train_model_cmd(
+    config: Annotated[str, typer.Option("--config", help="Hotness experiment to train.")] = "experiments/hotness-small.yaml",
+    out_path: Annotated[str, typer.Option("--out", help="Where the hotness TTL policy looks for its model.")] = (
+        "runs/hotness/ttl/model.pt"),
+) -> None:
+    """Train the LSTM the `hotness` TTL policy uses (synthetic traffic, ~1 min on CPU)."""
+    from cachetuner.ttl.hotness import train_default_model
+
+    path = train_default_model(out_path, config, log=lambda s: console.log(s))
+    out.print(f"hotness TTL model: {path}")
+
+
 @ttl_app.command("compare")
 def compare_cmd(
     trace: Annotated[list[str], typer.Option("--trace", help="Trace (repeat for several).")],
     format: Annotated[list[str], typer.Option("--format", help="Format, once or once per --trace.")] = [],  # noqa: B006
-    size_model: Annotated[list[str], typer.Option("--size-model", help="Size model, once or per trace.")] = [],  # noqa: B006
-    rate: Annotated[list[float], typer.Option("--rate", help="Requests/s, once or per trace.")] = [],  # noqa: B006
+    size_model: Annotated[list[str], typer.Option("--size-model", help="Size model, once or per trace (- = the trace's own).")] = [],  # noqa: B006
+    rate: Annotated[list[float], typer.Option("--rate", help="Requests/s, once or per trace (0 = the trace's own timing).")] = [],  # noqa: B006
     label: Annotated[list[str], typer.Option("--label", help="Row label per trace (default: file name).")] = [],  # noqa: B006
     policy: Annotated[list[str], typer.Option("--policy", help="TTL policy spec (repeat); the first is the reference.")] = [  # noqa: B006
         "fixed:300", "hotness", "rules", "multi-factor"],
@@ -83,6 +101,47 @@ def compare_cmd(
             f"{r['byte_hit_ratio']:.4f}", f"{r['delta_byte_hit_ratio_pp']:+.2f}", f"{r['stale_share']:.4f}",
             f"{r['delta_stale_share_pp']:+.2f}", f"{r['p95_ms']:.0f}", f"{r['delta_p95_ms']:+.0f}", f"{r['mean_ttl_s']:.0f}",
         )  # fmt: skip
-    out.print(table, width=max(out.width, 150))
+    _wide(table)
     if run_id:
         console.print(f"MLflow run {run_id} (experiment cachetuner-ttl)")
+
+
+@ttl_app.command("tenants")
+def tenants_cmd(
+    workload: Annotated[str, typer.Option("--workload", help="Tenant workload YAML.")] = (
+        "experiments/workloads/tenants-3class.yaml"),
+    policy: Annotated[str, typer.Option("--policy", help="TTL policy of every tenant (times its class factor).")] = "fixed:300",
+    memory: Annotated[float, typer.Option("--memory", help="maxmemory as a share of the working set.")] = 0.1,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds per interval.")] = 60.0,
+    warmup: Annotated[int, typer.Option("--warmup", help="Cold-start intervals left out of the shares.")] = 10,
+    figure: Annotated[str | None, typer.Option("--figure", help="Also write the p95 figure (PNG) here.")] = None,
+    track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow (experiment cachetuner-ttl).")] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Per-class memory protection under memory pressure: per-tenant hit ratio, p95 and stale share."""
+    from cachetuner.tenants import load_tenant_workload
+    from cachetuner.tenants.qos import log_qos, qos_experiment, qos_figure
+
+    trace = load_tenant_workload(workload)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("tenant QoS scenarios", total=3)
+        report, runs = qos_experiment(
+            trace, policy=policy, memory_share=memory, interval_s=interval, warmup=warmup,
+            on_scenario=lambda done, total, what: bar.update(task, completed=done, total=total, description=what),
+        )  # fmt: skip
+    fig = qos_figure(runs, warmup)
+    if figure:
+        fig.savefig(figure, dpi=110, bbox_inches="tight")
+    report["mlflow_run_id"] = log_qos(report, fig) if track else None
+    if json_out:
+        emit_json(report)
+        return
+    table = Table(title=f"{trace.name}: maxmemory {report['maxmemory']:,} B, policy {policy}, after {warmup} intervals")
+    for c in ("scenario", "tenant", "hit ratio", "byte hit", "p95 ms (mean)", "p95 met", "stale share", "share of misses"):
+        table.add_column(c)
+    for sc, d in report["scenarios"].items():
+        for t, v in d["tenants"].items():
+            table.add_row(sc, f"{t} ({v['qos']}, {v['p95_threshold_ms']:.0f} ms)", f"{v['hit_ratio']:.3f}",
+                          f"{v['byte_hit_ratio']:.3f}", f"{v['p95_ms_mean']:.0f}", f"{100 * v['p95_met_share']:.0f} %",
+                          f"{v['stale_share']:.3f}", f"{100 * v['miss_share']:.0f} %")  # fmt: skip
+    _wide(table)

@@ -23,7 +23,7 @@ import numpy as np
 from cachetuner.errors import ConfigError
 from cachetuner.registry import Registry
 from cachetuner.traces.trace import Trace
-from cachetuner.ttl.keyspace import KeySpace, keyspace_for
+from cachetuner.ttl.keyspace import QOS_CLASSES, KeySpace, keyspace_for
 
 
 @runtime_checkable
@@ -75,10 +75,20 @@ def make_ttl_policy(spec: str | TTLPolicy, field: str = "ttl") -> TTLPolicy:
 
 
 def apply_ttl_policy(
-    trace: Trace, policy: str | TTLPolicy, keyspace: KeySpace | None = None, *, qos: bool = True
+    trace: Trace,
+    policy: str | TTLPolicy,
+    keyspace: KeySpace | None = None,
+    *,
+    qos: bool = True,
+    no_ttl_classes: tuple[str, ...] = (),
 ) -> Trace:
     """``trace`` with its TTL column set by ``policy`` (times the tenant's QoS class factor with
-    ``qos``); ``meta["ttl_policy"]`` names it."""
+    ``qos``); ``meta["ttl_policy"]`` names it.
+
+    ``no_ttl_classes``: tenants of these QoS classes write *without* TTL. Under a ``volatile-*``
+    eviction policy Redis then never evicts their keys (it evicts only keys with a TTL), which is the
+    per-class memory protection Redis allows; the price is that those keys never expire (freshness).
+    """
     pol = make_ttl_policy(policy)
     ks = keyspace if keyspace is not None else keyspace_for(trace)
     ttl = np.asarray(pol.assign(trace, ks), dtype=np.float64)
@@ -88,6 +98,12 @@ def apply_ttl_policy(
         mult = ks.ttl_multiplier()
         if np.any(mult != 1.0):
             ttl = ttl * mult[ks.tenant[trace.keys]]
+    if no_ttl_classes:
+        unknown = set(no_ttl_classes) - set(QOS_CLASSES)
+        if unknown:
+            raise ConfigError(f"no_ttl_classes: unknown QoS class {sorted(unknown)[0]!r}; valid: {', '.join(QOS_CLASSES)}")
+        protected = np.array([c in no_ttl_classes for c in ks.classes])
+        ttl = np.where(protected[ks.tenant[trace.keys]], 0.0, ttl)
     return replace(trace, ttls=ttl, meta={**trace.meta, "ttl_policy": pol.name})
 
 

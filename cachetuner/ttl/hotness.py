@@ -20,6 +20,8 @@ Keys never seen before get the model's prediction for an empty history (usually 
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,10 @@ from typing import Any
 import numpy as np
 
 from cachetuner.errors import ConfigError
+from cachetuner.hotness_model.config import load_experiment
 from cachetuner.hotness_model.dataset import bucket_counts
 from cachetuner.hotness_model.predictor import HotnessPredictor, InProcessPredictor
+from cachetuner.hotness_model.train import run_experiment
 from cachetuner.serving.client import FallbackPredictor, TritonPredictor
 from cachetuner.traces.trace import Trace
 from cachetuner.ttl.base import TTL_POLICIES
@@ -45,7 +49,7 @@ def make_predictor(model: str, triton_url: str | None = None, protocol: str = "g
     if not Path(model).is_file():
         raise ConfigError(
             f"ttl: hotness model {model} not found; train it with "
-            f"`cachetuner hotness train --config {DEFAULT_MODEL_CONFIG}` and pass model=PATH/model.pt"
+            "`cachetuner ttl train-model` (or `cachetuner hotness train` and pass model=PATH/model.pt)"
         )
     local = InProcessPredictor(model, device="cpu")
     if not triton_url:
@@ -54,8 +58,25 @@ def make_predictor(model: str, triton_url: str | None = None, protocol: str = "g
     return FallbackPredictor(remote, local)
 
 
+def train_default_model(
+    out: str | Path = DEFAULT_MODEL, config: str | Path = DEFAULT_MODEL_CONFIG, log: Callable[[str], None] = print
+) -> Path:
+    """Train the hotness experiment ``config`` (tracked in MLflow like any) and copy its model to ``out``."""
+    res = run_experiment(load_experiment(config), log=log)
+    dst = Path(out)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    src = Path(res["model_path"])
+    shutil.copyfile(src, dst)
+    if (src.parent / "hotness.json").is_file():
+        shutil.copyfile(src.parent / "hotness.json", dst.parent / "hotness.json")
+    return dst
+
+
 @dataclass
 class HotnessTTL:
+    """TTL = clip(ttl_ref × (p / p_ref) ** alpha, ttl_min, ttl_max) from the predicted accesses ``p``
+    (module docstring); every setting can follow the spec, e.g. ``hotness,ttl_max=7200,alpha=0.5``."""
+
     model: str = DEFAULT_MODEL
     bucket_s: float = 60.0
     ttl_ref: float = 300.0

@@ -84,6 +84,10 @@ def tenant_intervals(
         thr = QOS_CLASSES[keyspace.classes[t]][1]
         out[name] = {
             "gets": gets,
+            "hits": hits,
+            "byte_requests": breq,
+            "byte_hits": bhit,
+            "stale_hits": st,
             "hit_ratio": np.divide(hits, gets, out=np.zeros(n_int), where=gets > 0),
             "byte_hit_ratio": np.divide(bhit, breq, out=np.zeros(n_int), where=breq > 0),
             "stale_share": np.divide(st, hits, out=np.zeros(n_int), where=hits > 0),

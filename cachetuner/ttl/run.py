@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cachetuner.config import RedisConfig
-from cachetuner.metrics import MetricsSnapshot
+from cachetuner.metrics import MetricsSnapshot, TenantMetrics
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.simulator import TieredCacheSim
 from cachetuner.traces.trace import Trace
@@ -67,11 +67,13 @@ def simulate_ttl(
     seed: int = 0,
     max_intervals: int | None = None,
     progress: ProgressFn | None = None,
+    no_ttl_classes: tuple[str, ...] = (),
 ) -> TTLRun:
-    """Replay ``trace`` (its TTLs set by ``policy``) through a simulator holding ``config``."""
+    """Replay ``trace`` (its TTLs set by ``policy``) through a simulator holding ``config``;
+    ``no_ttl_classes``: tenants of these QoS classes write without TTL (see ``apply_ttl_policy``)."""
     ks = keyspace if keyspace is not None else keyspace_for(trace)
     pol = make_ttl_policy(policy)
-    tr = apply_ttl_policy(trace, pol, ks)
+    tr = apply_ttl_policy(trace, pol, ks, no_ttl_classes=no_ttl_classes)
     iv = interval_ids(tr.timestamps, interval_s)
     n_int = int(iv[-1]) + 1 if len(iv) else 0
     if max_intervals is not None:
@@ -104,4 +106,13 @@ def simulate_ttl(
         "writes": n_w,
     }
     tenants = tenant_intervals(tr, record, ks, stale, iv, n_int)
+    for j, snap in enumerate(snaps):
+        snap.stale_hits = int(st[j])
+        snap.tenants = {
+            name: TenantMetrics(
+                gets=int(t["gets"][j]), hits=int(t["hits"][j]), byte_requests=int(t["byte_requests"][j]),
+                byte_hits=int(t["byte_hits"][j]), stale_hits=int(t["stale_hits"][j]), latency_p95_ms=float(t["p95_ms"][j]),
+            )
+            for name, t in tenants.items()
+        }  # fmt: skip
     return TTLRun(pol.name, tr, record, snaps, series, tenants)
