@@ -39,5 +39,15 @@ class MRCConfig(BaseModel):
     half_life_gets: float = Field(
         1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"
     )
+    short_half_life_share: float = Field(
+        0.25, gt=0, le=1, description="half-life of the shift test's short window, as a share of half_life_gets"
+    )
+    shift_threshold: float | None = Field(
+        0.15, gt=0, le=1, description="restart the window when the short and long windows' hit ratios differ by "
+        "more than this on average over the sizes (null: one window, no shift test)"
+    )
+    shift_min_evidence: float = Field(
+        300.0, ge=0, description="expected sampled GETs both windows need at a size before it enters the shift test"
+    )
     adjust: bool = Field(True, description="SHARDS-adj: correct for over/under-sampled references")
     modulus: int = Field(MODULUS, ge=2)

@@ -31,7 +31,7 @@ Approximations (stated, measured by ``cachetuner bench mrc``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.keysample import hash_values, threshold
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.mrc.window import Counts, shifted
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
 
@@ -74,11 +75,8 @@ class _Mini:
     rate: float
     thr: int
     sim: object = None
-    hits: float = 0.0  # decayed, SHARDS-adj corrected
-    byte_hits: float = 0.0
-    expected: float = 0.0  # decayed expected sampled GETs
-    expected_bytes: float = 0.0
-    weight: float = 0.0  # decayed sampled GETs actually seen
+    long: Counts = field(default_factory=Counts)  # the window the curves are read from
+    short: Counts = field(default_factory=Counts)  # the shift test's fast window (shift_threshold)
 
 
 class MRCEstimator:
@@ -142,6 +140,7 @@ class MRCEstimator:
             self._hv_sorted = hv[order]
             self._rank, self._hv = rank, hv
         self._curves: MissRatioCurves | None = None
+        self.shifts = 0  # times the two-window test restarted the long window
         self._build()
 
     # -- public -------------------------------------------------------------------------------------------
@@ -173,13 +172,11 @@ class MRCEstimator:
             total_gets = int(np.count_nonzero(is_get))
             total_get_bytes = int(sizes[is_get].sum())
         seen = total_gets if total_gets is not None else int(np.count_nonzero(is_get)) / max(sample.rate, 1e-9)
-        d = 0.5 ** (self.base_rate * seen / self.cfg.half_life_gets)
+        age = self.base_rate * seen / self.cfg.half_life_gets
+        d, d_short = 0.5**age, 0.5 ** (age / self.cfg.short_half_life_share)
         for m in self._minis:
-            m.hits *= d
-            m.byte_hits *= d
-            m.expected *= d
-            m.expected_bytes *= d
-            m.weight *= d
+            m.long.decay(d)
+            m.short.decay(d_short)
         if len(keys) == 0 and not total_gets:
             return
         if self._rank is not None and (len(keys) == 0 or (keys.min() >= 0 and keys.max() < self._n_keys)):
@@ -191,9 +188,9 @@ class MRCEstimator:
         by_thr: dict[int, Trace] = {}
         for m in self._minis:
             if m.sim is None:  # smaller than Redis's fixed memory: holds nothing, hits nothing (exact)
-                m.expected += 1.0
-                m.expected_bytes += 1.0
-                m.weight = math.inf
+                for w in (m.long, m.short):
+                    w.add(0.0, 0.0, 1.0, 1.0, 0.0)
+                    w.weight = math.inf
                 continue
             tr = by_thr.get(m.thr)
             if tr is None:
@@ -213,17 +210,13 @@ class MRCEstimator:
                 # (or missing) ones come from a hot key being (or not being) sampled, and are taken off
                 # (or added to) the hits. The same formula holds for a pre-sampled (live) stream.
                 exp = m.rate * total_gets
-                m.hits += hits + (exp - gets)
-                m.expected += exp
                 expb = m.rate * total_get_bytes if total_get_bytes is not None else float(breq)
-                m.byte_hits += bhit + (expb - breq)
-                m.expected_bytes += expb
+                counts = (hits + (exp - gets), bhit + (expb - breq), exp, expb, gets)
             else:
-                m.hits += hits
-                m.expected += gets
-                m.byte_hits += bhit
-                m.expected_bytes += breq
-            m.weight += gets
+                counts = (hits, bhit, gets, breq, gets)
+            m.long.add(*counts)
+            m.short.add(*counts)
+        self._restart_on_shift()
 
     def curves(self) -> MissRatioCurves:
         """The current windowed curves (NaN where no sampled GET has been seen yet); computed once per
@@ -233,12 +226,14 @@ class MRCEstimator:
         hit: dict[str, np.ndarray] = {}
         byte_hit: dict[str, np.ndarray] = {}
         weight: dict[str, np.ndarray] = {}
+        evidence: dict[str, np.ndarray] = {}
         for p in self.cfg.policies:
             ms = [m for m in self._minis if m.policy == p]
-            hit[p] = np.array([_ratio(m.hits, m.expected) for m in ms])
-            byte_hit[p] = np.array([_ratio(m.byte_hits, m.expected_bytes) for m in ms])
-            weight[p] = np.array([m.weight for m in ms])
-        self._curves = MissRatioCurves(self.sizes.copy(), hit, byte_hit, weight, self._obj)
+            hit[p] = np.array([m.long.hit_ratio for m in ms])
+            byte_hit[p] = np.array([m.long.byte_hit_ratio for m in ms])
+            weight[p] = np.array([m.long.weight for m in ms])
+            evidence[p] = np.array([math.inf if m.sim is None else m.long.expected for m in ms])
+        self._curves = MissRatioCurves(self.sizes.copy(), hit, byte_hit, weight, self._obj, evidence)
         return self._curves
 
     def clone(self) -> MRCEstimator:
@@ -248,7 +243,8 @@ class MRCEstimator:
         new = copy.copy(self)
         new._curves = None
         new._minis = [
-            _Mini(**{**m.__dict__, "sim": m.sim.clone() if m.sim is not None else None})  # type: ignore[attr-defined]
+            _Mini(**{**m.__dict__, "sim": m.sim.clone() if m.sim is not None else None,  # type: ignore[attr-defined]
+                     "long": m.long.copy(), "short": m.short.copy()})
             for m in self._minis
         ]
         if self._rank is None:
@@ -256,6 +252,18 @@ class MRCEstimator:
         return new
 
     # -- internals ----------------------------------------------------------------------------------------
+    def _restart_on_shift(self) -> None:
+        """Two-window change test (:mod:`cachetuner.mrc.window`): when the short windows disagree with
+        the long ones beyond noise, the long windows restart from the short ones."""
+        thr = self.cfg.shift_threshold
+        if thr is None:
+            return
+        live = [m for m in self._minis if m.sim is not None]
+        if shifted([(m.long, m.short) for m in live], self.cfg.shift_min_evidence, thr):
+            for m in live:
+                m.long = m.short.copy()
+            self.shifts += 1
+
     def _rate_for(self, size: int) -> float:
         data = max(size - self._fixed, 1)
         want = self.cfg.min_objects * self._obj / data
@@ -325,14 +333,7 @@ class MRCEstimator:
                 continue
             m.sim = TieredCacheSim(n_keys=cap, config=o.sim.config, params=self._mini_params,  # type: ignore[attr-defined]
                                    seed=self._seed * 1009 + j, key_bytes=self._key_bytes(m))
-            m.hits, m.byte_hits, m.expected, m.expected_bytes, m.weight = (
-                o.hits, o.byte_hits, o.expected, o.expected_bytes, o.weight)
-
-
-def _ratio(a: float, b: float) -> float:
-    if b <= 0:
-        return math.nan
-    return float(min(max(a / b, 0.0), 1.0))
+            m.long, m.short = o.long, o.short
 
 
 __all__ = ["MRCEstimator", "fixed_bytes", "mini_params"]

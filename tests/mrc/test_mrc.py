@@ -140,3 +140,72 @@ def test_cost_curve_prefers_a_small_cache_when_memory_is_dear(web07) -> None:
     dear = cost_curve(est.curves(), Prices(memory_per_gib_hour=1e9, miss=1.0), 1000, (lo, hi))
     assert cheap.best_size >= 0.9 * hi
     assert dear.best_size <= 1.1 * lo
+
+
+def _shift_trace(n_phase: int = 40000):
+    """Phase 1 uniform over 20,000 keys (a big cache pays), phase 2 a Zipf-1.3 hot set (it does not)."""
+    from cachetuner.traces.trace import Trace
+
+    rng = np.random.default_rng(1)
+    keys = np.concatenate([rng.integers(0, 20000, n_phase), rng.zipf(1.3, n_phase) % 20000]).astype(np.int64)
+    n = len(keys)
+    return Trace(name="regimes", timestamps=np.arange(n, dtype=float), keys=keys, sizes=np.full(n, 1000, np.int64),
+                 ops=np.zeros(n, np.uint8), ttls=np.zeros(n), n_keys=20000, key_bytes=np.full(20000, 16, np.int64),
+                 read_only=True)
+
+
+def _regime_estimator(tr, **cfg) -> MRCEstimator:
+    conf = MRCConfig(n_sizes=6, half_life_gets=3000, rate=0.05, min_keys=0, **cfg)
+    return MRCEstimator(conf, (2 << 20, 24 << 20), n_keys_hint=tr.n_keys, mean_object_bytes=1100, sim_params=SimParams())
+
+
+def test_two_window_test_restarts_the_window_after_a_regime_change() -> None:
+    """With one long window the finished uniform phase still drags the curve 10 chunks after the
+    change; the shift test restarts the window, and the curve is that of the new regime (as read by an
+    estimator that saw only the new regime)."""
+    tr = _shift_trace()
+    with_test, one_window = _regime_estimator(tr), _regime_estimator(tr, shift_threshold=None)
+    for est in (with_test, one_window):
+        _feed(est, _cut(tr, 0, 40000), chunk=2000)
+    assert with_test.shifts == 0  # a stationary phase never triggers it
+    # the ideal: warm miniature caches whose counts are dropped exactly at the change
+    from cachetuner.mrc.window import Counts
+
+    fresh = _regime_estimator(tr, shift_threshold=None)
+    _feed(fresh, _cut(tr, 0, 40000), chunk=2000)
+    for m in fresh._minis:
+        m.long = Counts(weight=m.long.weight) if m.sim is None else Counts()
+    for est in (with_test, one_window, fresh):
+        _feed(est, _cut(tr, 40000, 60000), chunk=2000)
+    assert with_test.shifts >= 1 and one_window.shifts == 0
+    ref = fresh.curves().hit["allkeys-lru"]
+    err = {k: float(np.mean(np.abs(e.curves().hit["allkeys-lru"] - ref)))
+           for k, e in (("test", with_test), ("one", one_window))}
+    assert err["test"] < 0.03 and err["one"] > 0.05, err
+
+
+def test_readiness_counts_the_gets_a_point_accounts_for() -> None:
+    """Under heavy skew the sample can miss the hottest keys: simulated GETs stay low, but SHARDS-adj
+    accounts for every GET, and readiness (the controllers' gate) follows that evidence."""
+    tr = _shift_trace()
+    est = _regime_estimator(tr, shift_threshold=None)
+    _feed(est, _cut(tr, 40000, 80000), chunk=2000)
+    c = est.curves()
+    ev = min(float(e.min()) for e in c.evidence.values())
+    simulated = min(float(w.min()) for w in c.weight.values())
+    assert ev >= simulated
+    assert c.ready(ev * 0.99) and not c.ready(ev * 1.01)
+
+
+def test_window_counts_decay_and_shift_rule() -> None:
+    from cachetuner.mrc.window import Counts, shifted
+
+    a = Counts()
+    a.add(50, 500, 100, 1000, 80)
+    a.decay(0.5)
+    assert (a.hits, a.expected, a.weight, a.hit_ratio) == (25, 50, 40, 0.5)
+    same = [(Counts(60, 0, 100, 0, 100), Counts(58, 0, 100, 0, 100))] * 6
+    moved = [(Counts(60, 0, 400, 0, 400), Counts(20, 0, 400, 0, 400))] * 6
+    assert not shifted(same, 50, 0.05) and shifted(moved, 50, 0.05)
+    assert not shifted(moved[:3], 50, 0.05)  # too few points
+    assert not shifted(moved, 500, 0.05)  # not enough evidence
