@@ -39,7 +39,7 @@ from cachetuner.errors import ServiceError
 from cachetuner.live import sampling
 from cachetuner.live.resp import redis_client
 from cachetuner.live.stack import SCRAPE_INTERVAL_S
-from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, histogram_quantile
+from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, TenantMetrics, histogram_quantile
 
 #: Default cost of one backend (inference) call, as the simulator's ``CostParams.miss_cost``.
 DEFAULT_MISS_COST = 0.002
@@ -255,6 +255,7 @@ class LiveRedisBackend:
             snap.config = self._config_from_prometheus(at) or self._config
             if not self._latency(snap, w, at, expect=bool(raw["requests"])):
                 return self._stale(snap, "latency histogram NaN", keep_counts=True)
+            snap.tenants = self._tenants(w, at)
         except Exception as e:  # noqa: BLE001 (Prometheus down / HTTP error / parse error -> stale)
             return self._stale(snap, f"{type(e).__name__}: {e}")
         self._last = snap
@@ -282,6 +283,27 @@ class LiveRedisBackend:
         c = self._scalar(_delta("cachetuner_request_latency_seconds_count", "", w), at)
         snap.latency_mean_ms = 1000.0 * s / c if s is not None and c else 0.0
         return True
+
+    def _tenants(self, w: str, at: dict[str, str]) -> dict[str, TenantMetrics]:
+        """Per-tenant figures from the replayer's ``tenant``-labelled metrics (empty without tenants)."""
+        out: dict[str, TenantMetrics] = {}
+        for field, metric in (("gets", "gets"), ("hits", "hits"), ("byte_requests", "requested_bytes"),
+                              ("byte_hits", "hit_bytes")):  # fmt: skip
+            for row in self._prom.custom_query(_delta(f"cachetuner_tenant_{metric}_total", "", w, by=" by (tenant)"), params=at):
+                t = out.setdefault(row["metric"].get("tenant", ""), TenantMetrics())
+                setattr(t, field, int(float(row["value"][1])))
+        rows = self._prom.custom_query(
+            _delta("cachetuner_tenant_request_latency_seconds_bucket", "", w, by=" by (tenant, le)"), params=at
+        )
+        cum: dict[str, dict[float, float]] = {}
+        for row in rows:
+            cum.setdefault(row["metric"].get("tenant", ""), {})[float(row["metric"]["le"])] = float(row["value"][1])
+        for tenant, c in cum.items():
+            bounds = sorted(b for b in c if math.isfinite(b))
+            counts = np.diff(np.array([c[b] for b in bounds] + [c.get(math.inf, 0.0)]), prepend=0.0).clip(min=0)
+            q = histogram_quantile(0.95, counts, tuple(bounds)) if counts.sum() > 0 else float("nan")
+            out.setdefault(tenant, TenantMetrics()).latency_p95_ms = q * 1000.0 if math.isfinite(q) else 0.0
+        return out
 
     def _scalar(self, query: str, params: dict[str, str]) -> float | None:
         rows = self._prom.custom_query(query, params=params)

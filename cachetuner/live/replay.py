@@ -65,8 +65,10 @@ from cachetuner.live.replay_metrics import (
     ReplayMetrics,
 )
 from cachetuner.live.replay_schedule import BatchBuilder, Pacer
+from cachetuner.live.replay_tenants import TenantAccountant
 from cachetuner.live.resp import RespConnection
 from cachetuner.live.stack import SCRAPE_INTERVAL_S
+from cachetuner.tenants import key_names
 from cachetuner.traces.trace import Op, Trace
 from cachetuner.ttl import apply_ttl_policy
 
@@ -155,6 +157,7 @@ class ReplayResult:
     wall_start: float = 0.0  # Unix time the first batch was sent
     wall_end: float = 0.0
     send_times: np.ndarray | None = None  # per trace index, Unix send time (record_send_times; NaN = not sent)
+    tenants: dict[str, dict[str, int]] | None = None  # multi-tenant traces: per-tenant counts
 
     @property
     def hit_ratio(self) -> float:
@@ -218,7 +221,8 @@ class Replayer:
         sizes = trace.sizes.tolist() if as_list else trace.sizes
         ops = trace.ops.tolist() if as_list else trace.ops
         ttls = trace.ttls.tolist() if as_list else trace.ttls
-        enc = CommandEncoder(trace.n_keys)
+        tenants = trace.meta.get("tenants") if "key_tenant" in trace.meta else None
+        enc = CommandEncoder(trace.n_keys, key_names(trace) if tenants is not None else None)
         all_gets = bool(trace.read_only and not np.any(trace.ops != Op.GET))  # read-through GETs only: the fast paths
         self.builder = BatchBuilder(
             keys, opt.start, self.limit, exact_order=opt.exact_order, all_gets=all_gets,
@@ -231,6 +235,10 @@ class Replayer:
             encode_set=enc.set, stream_entry=StreamEncoder(opt.stream_prefix, opt.stream_maxlen, opt.sample_rate).entry,
         )  # fmt: skip
         self.backend = BackendLatency(opt.miss_latency_ms, opt.miss_sigma, opt.seed)
+        self.tenant_acc = None
+        if tenants is not None:
+            counters = self.metrics.tenant_counters(list(tenants))
+            self.tenant_acc = TenantAccountant(trace.meta["key_tenant"].tolist(), keys, ops, sizes, counters)
         self.pending_fills: list[bytes] = []  # read-through SETs of the last batch's misses
         self.pending_xadds: list[bytes] = []  # sampled-request stream entries of the last batch
         self.inflight: deque[_InFlight] = deque()
@@ -355,9 +363,12 @@ class Replayer:
         n_req = len(batch_idx)
         if n_req - c_miss:
             hist.observe_n(rtt, n_req - c_miss)
+        draws = self.backend.draw(c_miss) if c_miss else []
         if c_miss:
             two_rtt = 2 * rtt
-            hist.observe_many([two_rtt + b for b in self.backend.draw(c_miss)])
+            hist.observe_many([two_rtt + b for b in draws])
+        if self.tenant_acc is not None:
+            self.tenant_acc.account(reps, batch_idx, rtt, draws)
         self.done += n_req
         if self.progress is not None:
             self.progress(n_req)
@@ -398,6 +409,8 @@ class Replayer:
             res.commands_per_s = res.commands / res.elapsed_s
         hist = self.metrics.latency
         res.latency_p50_ms, res.latency_p95_ms, res.latency_p99_ms = (hist.quantile_ms(q) for q in (0.5, 0.95, 0.99))
+        if self.tenant_acc is not None:
+            res.tenants = self.tenant_acc.counters.as_dict()
 
 
 def replay(

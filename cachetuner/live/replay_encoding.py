@@ -26,15 +26,16 @@ Column: TypeAlias = Sequence[Any] | np.ndarray
 class CommandEncoder:
     """Pre-encoded commands per key and value size (the hot loop only joins bytes)."""
 
-    def __init__(self, n_keys: int) -> None:
+    def __init__(self, n_keys: int, names: list[bytes] | None = None) -> None:
         self._get: list[bytes | None] = [None] * n_keys
         self._name: list[bytes | None] = [None] * n_keys
         self._values: dict[int, bytes] = {}
+        self._names = names  # key names by id (multi-tenant traces: t:{tenant}:{biz}:{key}); None = ct:{id}
 
     def name(self, k: int) -> bytes:
         b = self._name[k]
         if b is None:
-            kn = b"%s%d" % (KEY_PREFIX.encode(), k)
+            kn = self._names[k] if self._names is not None else b"%s%d" % (KEY_PREFIX.encode(), k)
             b = self._name[k] = b"$%d\r\n%s\r\n" % (len(kn), kn)
         return b
 

@@ -28,6 +28,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
+from cachetuner.live.replay_tenants import TenantCounters
 from cachetuner.live.stack import load_state, register_target
 from cachetuner.metrics import LATENCY_BUCKETS_S, histogram_quantile
 from cachetuner.traces.trace import Op
@@ -159,6 +160,15 @@ class ReplayMetrics:
             self.registry,
         )
         self.counters = BatchCounters(self.registry)
+        self.tenants: TenantCounters | None = None
+
+    def tenant_counters(self, tenants: list[str]) -> TenantCounters:
+        """The per-tenant counters (``tenant`` label), created on first use (multi-tenant traces)."""
+        if self.tenants is None:
+            self.tenants = TenantCounters(tenants, self.registry)
+        elif self.tenants.tenants != list(tenants):
+            raise ValueError(f"these metrics count tenants {self.tenants.tenants}, not {list(tenants)}")
+        return self.tenants
 
     def serve(self, port: int) -> tuple[object, int]:
         server, _thread = start_http_server(port, addr="127.0.0.1", registry=self.registry)
