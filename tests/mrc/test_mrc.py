@@ -155,12 +155,12 @@ def _shift_trace(n_phase: int = 40000):
 
 
 def _regime_estimator(tr, **cfg) -> MRCEstimator:
-    conf = MRCConfig(n_sizes=6, half_life_gets=3000, rate=0.05, min_keys=0, **cfg)
+    conf = MRCConfig(**{"n_sizes": 6, "half_life_gets": 3000, "rate": 0.05, "min_keys": 0, **cfg})
     return MRCEstimator(conf, (2 << 20, 24 << 20), n_keys_hint=tr.n_keys, mean_object_bytes=1100, sim_params=SimParams())
 
 
 def test_two_window_test_restarts_the_window_after_a_regime_change() -> None:
-    """With one long window the finished uniform phase still drags the curve 10 chunks after the
+    """With one long window the finished uniform phase still drags the curve 15 chunks after the
     change; the shift test restarts the window, and the curve is that of the new regime (as read by an
     estimator that saw only the new regime)."""
     tr = _shift_trace()
@@ -176,25 +176,33 @@ def test_two_window_test_restarts_the_window_after_a_regime_change() -> None:
     for m in fresh._minis:
         m.long = Counts(weight=m.long.weight) if m.sim is None else Counts()
     for est in (with_test, one_window, fresh):
-        _feed(est, _cut(tr, 40000, 60000), chunk=2000)
+        _feed(est, _cut(tr, 40000, 70000), chunk=2000)
     assert with_test.shifts >= 1 and one_window.shifts == 0
     ref = fresh.curves().hit["allkeys-lru"]
     err = {k: float(np.mean(np.abs(e.curves().hit["allkeys-lru"] - ref)))
            for k, e in (("test", with_test), ("one", one_window))}
-    assert err["test"] < 0.03 and err["one"] > 0.05, err
+    assert err["test"] < 0.5 * err["one"], err
 
 
 def test_readiness_counts_the_gets_a_point_accounts_for() -> None:
     """Under heavy skew the sample can miss the hottest keys: simulated GETs stay low, but SHARDS-adj
-    accounts for every GET, and readiness (the controllers' gate) follows that evidence."""
+    accounts for every GET (rate x GETs), and readiness (the controllers' gate) follows that evidence."""
+    from cachetuner.mrc import MissRatioCurves
+
+    sizes = np.array([1 << 20, 4 << 20])
+    c = MissRatioCurves(sizes, {"allkeys-lru": np.array([0.3, 0.6])}, weight={"allkeys-lru": np.array([40.0, 40.0])},
+                        evidence={"allkeys-lru": np.array([2000.0, 1200.0])})
+    assert c.ready(1000) and not c.ready(1500)
+    assert c.monotone().ready(1000)  # evidence survives the monotone fit
+    assert MissRatioCurves(sizes, dict(c.hit), weight=dict(c.weight)).ready(40) and not \
+        MissRatioCurves(sizes, dict(c.hit), weight=dict(c.weight)).ready(41)  # no evidence: falls back to weight
     tr = _shift_trace()
-    est = _regime_estimator(tr, shift_threshold=None)
+    est = _regime_estimator(tr, shift_threshold=None, half_life_gets=1e12)
     _feed(est, _cut(tr, 40000, 80000), chunk=2000)
-    c = est.curves()
-    ev = min(float(e.min()) for e in c.evidence.values())
-    simulated = min(float(w.min()) for w in c.weight.values())
-    assert ev >= simulated
-    assert c.ready(ev * 0.99) and not c.ready(ev * 1.01)
+    ev = est.curves().evidence["allkeys-lru"]
+    rates = np.array([est.rates[int(sz)] for sz in est.sizes])
+    live = np.isfinite(ev)
+    assert np.allclose(ev[live], rates[live] * 40000, rtol=1e-6)  # independent of which keys were sampled
 
 
 def test_window_counts_decay_and_shift_rule() -> None:
@@ -209,3 +217,22 @@ def test_window_counts_decay_and_shift_rule() -> None:
     assert not shifted(same, 50, 0.05) and shifted(moved, 50, 0.05)
     assert not shifted(moved[:3], 50, 0.05)  # too few points
     assert not shifted(moved, 500, 0.05)  # not enough evidence
+
+
+@pytest.mark.parametrize(("lfu_gain", "switches"), [(0.02, False), (0.06, True)])
+def test_mrc_switches_policy_only_for_a_gain_beyond_the_curves_error(lfu_gain: float, switches: bool) -> None:
+    from cachetuner.mrc import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
+    lru = np.linspace(0.3, 0.5, 8)
+    ev = {p: np.full(8, 5000.0) for p in ("allkeys-lru", "allkeys-lfu")}
+    curves = MissRatioCurves(sizes, {"allkeys-lru": lru, "allkeys-lfu": lru + lfu_gain}, weight=dict(ev), evidence=ev)
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru", "allkeys-lfu"), timeouts=(0,))
+    prices = Prices(memory_per_gib_hour=1e-3, miss=1.0, switch=0.0, interval_s=10)
+    dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0))
+    cur = RedisConfig(maxmemory=int(sizes[-1]), maxmemory_policy="allkeys-lru")
+    for _ in range(3):
+        cur = dec.decide(curves, prices, 1000.0, cur, space)
+    assert (cur.maxmemory_policy == "allkeys-lfu") is switches
