@@ -15,7 +15,7 @@ $(PY):
 # torch is pinned first so that the resolver takes the CPU build on local disk.
 $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install -q "torch==2.13.0"
-	$(PIP) install -q -e ".[dev,serve]"
+	$(PIP) install -q -e ".[dev,serve,ray]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -94,6 +94,9 @@ def evaluate_cmd(
         Path | None, typer.Option("--suite", help="evaluation suite YAML (experiments/suite.yaml): controllers x traces x prices x seeds")
     ] = None,
     full: Annotated[bool, typer.Option("--full", help="with --suite: the suite's full variant")] = False,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="with --suite: cells as Ray tasks on local (this machine), auto, HOST:PORT or ray://HOST:PORT")
+    ] = None,
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
 ) -> None:
@@ -102,12 +105,16 @@ def evaluate_cmd(
     if suite is not None:
         from cachetuner.reports.suite import print_suite, run_suite
 
-        res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console)
+        res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address)
         if json_out:
             emit_json(res)
         else:
             print_suite(res, out)
         return
+    if ray_address is not None:
+        from cachetuner.errors import ConfigError
+
+        raise ConfigError("--ray-address: only with --suite (a single evaluation is one process)")
     from cachetuner.reports.evaluate import run_evaluation
 
     names = [t.strip() for t in tuners.split(",") if t.strip()] if tuners else None

@@ -9,10 +9,16 @@ trained on are refused: a suite measures generalisation, not recall.
 MLflow: one parent run (``tags.kind = suite``) with a child run per cell, the cells and summary as
 JSON artifacts and a summary plot (cost relative to the best hindsight reference, per controller and
 trace).
+
+With ``ray_address`` the cells run as Ray tasks (:func:`cachetuner.cluster.map_tasks`), one CPU each,
+on this machine (``local``) or a cluster; every cell is the same pure function of its arguments
+(:func:`suite_cell`), so the results equal the serial run's (only the per-controller ``seconds``
+differ) and the driver logs them to MLflow in grid order.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import tempfile
@@ -23,8 +29,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
+from cachetuner.agent.config import TrainConfig
 from cachetuner.control import build_controllers
-from cachetuner.control.learned import load_policy
+from cachetuner.control.learned import PolicyArtifact, load_policy
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
 from cachetuner.reports.evaluate import evaluation_env, resolve_train_config
@@ -120,6 +127,23 @@ def _training_traces(raw: dict[str, Any]) -> set[str]:
     return {Path(t).name if not t.startswith(("synthetic:", "bundled:")) else t for t in found}
 
 
+@functools.lru_cache(maxsize=4)
+def _policy(model: str) -> PolicyArtifact:
+    """One load per process of the policy every cell evaluates (the driver, or each Ray worker)."""
+    return load_policy(model)
+
+
+def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteTrace, price: str, seed: int,
+               intervals: int | None) -> dict[str, Any]:
+    """One cell: every controller on one trace, price regime and seed (a Ray task, or called in turn)."""
+    artifact = _policy(model) if (model is not None and "ppo" in names) else None
+    env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
+                                seed=seed, limit=tr.limit, intervals=intervals, prices=price)
+    ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
+    rep = evaluate_controllers(env_cfg, ctls, seed=seed)
+    return {"trace": tr.label, "prices": price, "seed": seed, **rep.to_json()}
+
+
 def run_suite(
     path: Path,
     *,
@@ -127,8 +151,13 @@ def run_suite(
     full: bool = False,
     tracking_uri: str | None = None,
     console: Console | None = None,
+    ray_address: str | None = None,
+    num_cpus: int | None = None,
 ) -> dict[str, Any]:
-    """Run the suite at ``path``; one JSON-ready dict ``{"cells": [...], "summary": {...}, ...}``."""
+    """Run the suite at ``path``; one JSON-ready dict ``{"cells": [...], "summary": {...}, ...}``.
+
+    ``ray_address``: None = cells in turn in this process; ``local`` = Ray started here with
+    ``num_cpus`` workers; ``auto`` / ``HOST:PORT`` / ``ray://HOST:PORT`` = a Ray cluster."""
     import mlflow
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -137,7 +166,9 @@ def run_suite(
     suite = load_model(SuiteConfig, path).resolved(full)
     model = model or suite.model
     names = [n for n in suite.controllers if n != "ppo" or model is not None]
-    artifact = load_policy(model) if (model is not None and "ppo" in names) else None
+    if model is not None and "ppo" in names and Path(str(model)).is_file():
+        model = str(Path(str(model)).resolve())  # Ray workers may start elsewhere
+    artifact = _policy(str(model)) if (model is not None and "ppo" in names) else None
     cfg, _src = resolve_train_config(model if artifact is not None else None,
                                      Path(suite.config) if suite.config else None)
     if artifact is None and suite.config is None:
@@ -157,20 +188,27 @@ def run_suite(
         mlflow.set_tags({"kind": "suite", "suite": suite.name, "model": str(model or "")})
         mlflow.log_params({"controllers": ",".join(names), "prices": ",".join(suite.prices),
                            "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces)})
+        mlflow.set_tag("ray_address", ray_address or "none (serial)")
         task = prog.add_task("suite", total=len(grid))
-        for tr, price, seed in grid:
-            prog.update(task, description=f"{tr.label} / {price} / seed {seed}")
-            env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
-                                        seed=seed, limit=tr.limit, intervals=suite.intervals, prices=price)
-            ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
-            rep = evaluate_controllers(env_cfg, ctls, seed=seed)
-            cell = {"trace": tr.label, "prices": price, "seed": seed, **rep.to_json()}
-            cells.append(cell)
-            with mlflow.start_run(run_name=f"{tr.label}-{price}-s{seed}", nested=True):
-                mlflow.set_tags({"kind": "suite-cell", "trace": tr.label, "prices": price})
+        args = [(cfg, names, None if artifact is None else str(model), tr, p, s, suite.intervals) for tr, p, s in grid]
+
+        def record(_i: int, cell: dict[str, Any]) -> None:
+            with mlflow.start_run(run_name=f"{cell['trace']}-{cell['prices']}-s{cell['seed']}", nested=True):
+                mlflow.set_tags({"kind": "suite-cell", "trace": cell["trace"], "prices": cell["prices"]})
                 mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in cell["tuners"].items() for k, v in s.items()
                                     if isinstance(v, int | float) and not isinstance(v, bool)})
             prog.advance(task)
+
+        if ray_address is None:
+            for i, a in enumerate(args):
+                prog.update(task, description=f"{a[3].label} / {a[4]} / seed {a[5]}")
+                cells.append(suite_cell(*a))
+                record(i, cells[-1])
+        else:
+            from cachetuner.cluster import map_tasks
+
+            prog.update(task, description=f"suite cells on Ray ({ray_address})")
+            cells, _nodes = map_tasks(suite_cell, args, address=ray_address, num_cpus=num_cpus, on_done=record)
         summary = summarise_cells(cells)
         result = {"suite": suite.name, "full": full, "model": model, "cells": cells, "summary": summary,
                   "mlflow_run_id": parent.info.run_id}

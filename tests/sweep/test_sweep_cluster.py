@@ -1,0 +1,194 @@
+"""``cachetuner sweep`` on a real two-node Ray cluster (two ``ray start`` processes on loopback).
+
+The head and the second node are separate processes started here, each with one CPU, so two
+concurrent trials must use both nodes. The sweep is the CLI, as a user runs it, joined with
+``--ray-address``. One of the trials the sweep evaluates first is a config that crashes (an initial
+action the action space does not have): the sweep must report it and go on. The cluster is stopped by
+the PIDs started here (and their process groups and children): ``ray stop`` would kill every Ray
+process on the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+TINY_ENV = {
+    "interval_s": 10, "episode_intervals": 12, "warmup_intervals": 1,
+    "workloads": [{"trace": "synthetic:zipf", "name": "zipf", "rate": 200, "seed": 1,
+                   "params": {"n_requests": 30000, "n_keys": 3000, "alpha": 0.9}}],
+    "bounds": {"min_fraction": 0.05, "max_fraction": 1.0, "initial_fraction": 0.25},
+    "actions": {"space": "discrete12"}, "whatif": {"enabled": False},
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM the started processes' groups and every descendant (Ray workers start their own
+    sessions), SIGKILL what is left after a grace period."""
+    pids = {p.pid for p in procs}
+    for p in procs:
+        pids |= _descendants(p.pid)
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGTERM)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 10
+    for p in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(max(deadline - time.time(), 0.1))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait(10)
+
+
+def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if log.is_file() and text in log.read_text(errors="replace"):
+            return
+        assert proc.poll() is None, f"ray start exited ({proc.returncode}):\n{log.read_text(errors='replace')[-3000:]}"
+        time.sleep(0.5)
+    raise AssertionError(f"ray start did not report {text!r} within {timeout} s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[tuple[str, dict[str, str]]]:
+    """``(address, env)`` of a head and a second node, one CPU each, token-authenticated."""
+    assert (BIN / "ray").is_file(), f"ray is not installed in {BIN} (pip install -e '.[ray]'; make install does)"
+    tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths live under it
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    port = _free_port()
+    node = ["--num-cpus", "1", "--object-store-memory", str(80 * 2**20), "--block", "--disable-usage-stats",
+            "--node-ip-address", "127.0.0.1"]
+    procs: list[subprocess.Popen] = []
+    try:
+        head_log, worker_log = tmp / "head.log", tmp / "worker.log"
+        procs.append(subprocess.Popen(
+            [str(BIN / "ray"), "start", "--head", "--port", str(port), "--include-dashboard=false",
+             "--ray-client-server-port", str(_free_port()), "--temp-dir", str(tmp / "t"), *node],
+            stdout=head_log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait_for(head_log, "Ray runtime started", procs[0])
+        procs.append(subprocess.Popen(
+            [str(BIN / "ray"), "start", "--address", f"127.0.0.1:{port}", *node],
+            stdout=worker_log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait_for(worker_log, "Ray runtime started", procs[1])
+        yield f"127.0.0.1:{port}", env
+    finally:
+        _stop(procs)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_model(
+    ray_cluster: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    address, env = ray_cluster
+    sweep = tmp_path / "sweep.yaml"
+    good = {"ppo.learning_rate": 0.001, "ppo.ent_coef": 0.01, "ppo.init_action": 3}
+    sweep.write_text(yaml.safe_dump({
+        "name": "cluster-test", "num_trials": 5, "max_concurrent": 2, "output_dir": str(tmp_path / "out"),
+        "asha": {"grace_period": 1, "reduction_factor": 2},
+        "search": {"ppo.learning_rate": {"loguniform": [1e-4, 3e-3]}, "ppo.ent_coef": {"uniform": [0.0, 0.02]},
+                   "ppo.init_action": {"choice": [3, 99]}},
+        # evaluated first: three valid configs and one whose initial action (99) discrete12 lacks
+        "points_to_evaluate": [good, {**good, "ppo.init_action": 99}, {**good, "ppo.learning_rate": 0.0003},
+                               {**good, "ppo.ent_coef": 0.0}],
+        "train": {"total_timesteps": 1024, "n_envs": 2, "ppo": {"n_steps": 128, "batch_size": 128, "n_epochs": 2,
+                                                                "net_arch": [16, 16]},
+                  "env": TINY_ENV, "eval": {"eval_freq": 512}, "early_stop": {"enabled": False},
+                  "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}},
+    }))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = subprocess.run(
+        [str(BIN / "cachetuner"), "sweep", str(sweep), "--ray-address", address, "--json", "--tracking-uri", uri],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 1, f"--json must print one object, got: {proc.stdout[-2000:]}"
+    res = json.loads(lines[0])
+
+    # trials ran on both nodes (Ray node ids: on one machine both nodes share the IP)
+    assert res["nodes_used"] == 2, res["trials"]
+    assert len({t["node_id"] for t in res["trials"] if t["node_id"]}) == 2
+    # the crashing config is reported and the sweep went on
+    crashed = [t for t in res["trials"] if t["status"] == "crashed"]
+    assert crashed and all(t["config"]["ppo.init_action"] == 99 for t in crashed)
+    assert any("init_action" in e["error"] for e in res["errors"]), res["errors"]
+    assert res["trials_completed"] >= 3 and res["trials_completed"] + res["trials_failed"] == 5
+    assert "crashed" in proc.stderr  # the progress lines said so
+
+    # every trial is a child run of the parent, none left RUNNING
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    parent = client.get_run(res["mlflow_run_id"])
+    assert parent.info.status == "FINISHED" and parent.data.tags["kind"] == "sweep"
+    children = client.search_runs([parent.info.experiment_id], f"tags.mlflow.parentRunId = '{res['mlflow_run_id']}'")
+    by_trial = {c.data.tags["ray.trial_id"]: c for c in children}
+    assert set(by_trial) == {t["trial_id"] for t in res["trials"]}
+    for t in res["trials"]:
+        run = by_trial[t["trial_id"]]
+        assert run.info.status == {"finished": "FINISHED", "stopped": "KILLED", "crashed": "FAILED"}[t["status"]]
+        assert run.data.tags["ray.node_id"] == t["node_id"] or t["status"] == "crashed"
+    assert any(a.path == "plots/sweep_scores.png" for a in client.list_artifacts(res["mlflow_run_id"], "plots"))
+
+    # the best model is saved, registered, and loads and evaluates
+    best = res["best_trial"]
+    assert best["score"] == max(t["best_score"] for t in res["trials"] if t["status"] == "finished")
+    assert set(best["config"]) == {"ppo.learning_rate", "ppo.ent_coef", "ppo.init_action"}
+    from cachetuner.control import make_controller
+    from cachetuner.control.learned import load_policy
+    from cachetuner.evaluation import evaluate_controllers
+
+    for source in (best["model_path"], res["registered_model"]):
+        art = load_policy(source, cache_dir=tmp_path, tracking_uri=uri)
+        rep = evaluate_controllers(art.env_config, {"ppo": make_controller("ppo", model=art)}, seed=0)
+        assert rep.results["ppo"].summary["intervals"] > 0
+    assert res["registered_model"].startswith("models:/cachetuner-cluster-test/")
