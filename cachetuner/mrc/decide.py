@@ -8,10 +8,10 @@ predicted through the latency model.
 
 A curve is a *steady-state* prediction, and moving is not free, so the controller settles:
 
-- it waits until every curve point rests on ``min_weight`` sampled GETs;
+- it waits until every curve point accounts for ``min_weight`` windowed GETs (its evidence);
 - a target must be the optimum ``confirm`` intervals in a row (noise in a flat cost curve makes the
   argmin jump between distant sizes; a real shift keeps pointing the same way); a *smaller* target
-  needs ``shrink_confirm`` intervals and a curve resting on ``shrink_min_weight`` sampled GETs, because
+  needs ``shrink_confirm`` intervals and a curve accounting for ``shrink_min_weight`` GETs, because
   a shrink drops warm data at once while a young curve (long reuse distances not seen yet) always
   underrates a large cache;
 - a move must repay, within ``payback_intervals``, the switch cost plus the *refill* cost of the
@@ -56,7 +56,7 @@ class MRCControlSettings(BaseModel):
         8, ge=1, description="intervals in a row a smaller target must win before shrinking (a shrink drops warm data)"
     )
     shrink_min_weight: float = Field(
-        1500.0, ge=0, description="sampled GETs behind every curve point before any shrink: a young curve has not "
+        1500.0, ge=0, description="windowed GETs every curve point accounts for before any shrink: a young curve has not "
         "seen the long reuse distances yet, so it underrates a large cache (the windowed weight saturates at "
         "mrc.half_life_gets / ln 2, 2,164 by default)"
     )
@@ -64,7 +64,7 @@ class MRCControlSettings(BaseModel):
         30.0, gt=0, description="a move must repay its switch and refill cost within this many intervals"
     )
     min_weight: float = Field(
-        1000.0, ge=0, description="sampled GETs (windowed) behind every curve point before acting: long reuse "
+        1000.0, ge=0, description="windowed GETs every curve point accounts for (its evidence) before acting: long reuse "
         "distances show only after a while, and a young curve always favours a small cache"
     )
     gets_smoothing: float = Field(
