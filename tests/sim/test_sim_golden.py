@@ -1,7 +1,10 @@
-"""Golden miss counts on the bundled cache2k web07 excerpt, and exact-lru == libCacheSim LRU."""
+"""Golden miss counts on the bundled cache2k web07 excerpt: exact-lru == libCacheSim LRU, and every sampled policy."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from cachetuner.config import RedisConfig
@@ -50,3 +53,53 @@ def test_sampled_lru_golden_is_deterministic(web07):
     assert runs[0] == runs[1]
     # Sampled LRU lands near true LRU on this trace (within 3% of requests).
     assert abs(runs[0] - GOLDEN_FIXED[0.10]) < 0.03 * len(web07)
+
+
+# Sampled policies (seed 7, exact accounting): misses and evictions, pinned so that kernel speed work
+# cannot change a single count. volatile-* on a copy with a 5-23 s TTL on every even key id.
+GOLDEN_SAMPLED = {
+    (0.02, "allkeys-lru"): (30783, 30452),
+    (0.02, "allkeys-lfu"): (29493, 29162),
+    (0.02, "allkeys-random"): (31664, 31333),
+    (0.02, "volatile-lru"): (43110, 360),
+    (0.02, "volatile-lfu"): (43110, 360),
+    (0.02, "volatile-ttl"): (43119, 369),
+    (0.02, "volatile-random"): (43117, 367),
+    (0.1, "allkeys-lru"): (24837, 23180),
+    (0.1, "allkeys-lfu"): (24515, 22858),
+    (0.1, "allkeys-random"): (26159, 24502),
+    (0.1, "volatile-lru"): (38423, 1732),
+    (0.1, "volatile-lfu"): (38428, 1737),
+    (0.1, "volatile-ttl"): (38434, 1743),
+    (0.1, "volatile-random"): (38434, 1743),
+}
+# Full Redis model (memory formula, 32 clients, latency draws), maxmemory = base + buffers + 10 %:
+# misses, evictions and p95 latency (ms) for both eviction orders.
+GOLDEN_FULL = {
+    ("allkeys-lru", "make-room"): (25625, 24319, 1962.710649),
+    ("allkeys-lru", "redis"): (25614, 24308, 1967.724289),
+    ("allkeys-lfu", "make-room"): (25188, 23882, 1961.566888),
+    ("allkeys-lfu", "redis"): (25178, 23872, 1967.416159),
+    ("allkeys-random", "make-room"): (27011, 25705, 1994.462308),
+    ("allkeys-random", "redis"): (26987, 25681, 1977.781547),
+}
+
+
+@pytest.mark.parametrize(("frac", "policy"), sorted(GOLDEN_SAMPLED))
+def test_sampled_policies_golden(web07, frac, policy):
+    tr = web07
+    if policy.startswith("volatile"):
+        tr = dataclasses.replace(web07, ttls=np.where(web07.keys % 2 == 0, 5.0 + (web07.keys % 7) * 3.0, 0.0))
+    cfg = RedisConfig(maxmemory=int(web07.working_set_bytes() * frac), maxmemory_policy=policy)
+    snap = TieredCacheSim(tr.n_keys, cfg, SimParams.exact(), seed=7).run(tr)
+    assert (snap.misses, snap.evictions) == GOLDEN_SAMPLED[(frac, policy)]
+
+
+@pytest.mark.parametrize(("policy", "order"), sorted(GOLDEN_FULL))
+def test_full_model_golden(web07, policy, order):
+    mm = 927_000 + 32 * 36_864 + int(web07.working_set_bytes() * 0.1)
+    cfg = RedisConfig(maxmemory=mm, maxmemory_policy=policy)
+    snap = TieredCacheSim.for_trace(web07, cfg, SimParams(eviction_order=order), seed=7).run(web07)
+    misses, evictions, p95 = GOLDEN_FULL[(policy, order)]
+    assert (snap.misses, snap.evictions) == (misses, evictions)
+    assert snap.latency_p95_ms == pytest.approx(p95, abs=1e-6)
