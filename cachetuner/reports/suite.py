@@ -164,6 +164,10 @@ def run_suite(
     from cachetuner.tracking import log_figure_png, setup_tracking
 
     suite = load_model(SuiteConfig, path).resolved(full)
+    if ray_address is not None:
+        from cachetuner.cluster import check_address
+
+        check_address(ray_address)
     model = model or suite.model
     names = [n for n in suite.controllers if n != "ppo" or model is not None]
     if model is not None and "ppo" in names and Path(str(model)).is_file():

@@ -7,10 +7,12 @@ Ray's own reporter is silenced (``verbose=0``) so that stdout stays free for the
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ray.tune import Callback
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cachetuner.sweep.trial import METRIC
@@ -42,16 +44,18 @@ class SweepProgress(Callback):
         self.configs: dict[str, dict[str, Any]] = {}
         self.ended: dict[str, str] = {}  # finished | stopped | crashed
         self.errors: dict[str, str] = {}
+        self.crashed: dict[str, Any] = {}  # trial id -> Trial, to read its error file at the end
         self.progress: Progress | None = None
         self.tasks: dict[str, Any] = {}
         self.overall: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its callbacks with the experiment state; the live display stays on the driver.
-        return {k: v for k, v in self.__dict__.items() if k not in ("progress", "tasks", "overall", "console")}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("progress", "tasks", "overall", "console", "crashed")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, progress=None, tasks={}, overall=None, console=Console(stderr=True))
+        self.__dict__.update(state, progress=None, tasks={}, overall=None, console=Console(stderr=True), crashed={})
 
     def setup(self, **info: Any) -> None:
         if not self.console.is_terminal:
@@ -68,8 +72,9 @@ class SweepProgress(Callback):
         evals = f" eval {min(int(r.get('training_iteration', 0)), self.evaluations)}/{self.evaluations}" if r else ""
         desc = f"{trial.trial_id} {short_params(trial.config)} [{state}]{evals}{score}"
         if self.progress is None:
-            self.console.print(f"sweep: {desc}", highlight=False, soft_wrap=True)
+            self.console.print(f"sweep: {desc}", markup=False, highlight=False, soft_wrap=True)
             return
+        desc = escape(desc)
         if trial.trial_id not in self.tasks:
             self.tasks[trial.trial_id] = self.progress.add_task(desc, total=self.evaluations)
         done = min(int(r.get("training_iteration", 0)), self.evaluations)
@@ -91,14 +96,28 @@ class SweepProgress(Callback):
             self.progress.advance(self.overall)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        err = trial.get_error()
-        self.errors[trial.trial_id] = first_line(err) if err is not None else "crashed (see Ray's logs)"
+        self.crashed[trial.trial_id] = trial
+        self.errors[trial.trial_id] = self.error_of(trial)
         self.ended[trial.trial_id] = "crashed"
         self._line(trial, f"crashed: {self.errors[trial.trial_id]}")
         if self.progress is not None:
             self.progress.advance(self.overall)
 
+    @staticmethod
+    def error_of(trial: Any) -> str:
+        """The last line of the trial's traceback (``Error: message``), from Tune's error file."""
+        path = trial.error_file
+        text = None
+        if path is not None and os.path.isfile(path):
+            with open(path, errors="replace") as f:
+                text = f.read()
+        text = text or trial.get_error()
+        return first_line(text) if text else "crashed (see Ray's logs)"
+
     def close(self) -> None:
+        for tid, trial in self.crashed.items():  # Tune may write the error file after the callback
+            if self.errors.get(tid, "").startswith("crashed (see"):
+                self.errors[tid] = self.error_of(trial)
         if self.progress is not None:
             self.progress.stop()
             self.progress = None

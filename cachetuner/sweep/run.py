@@ -22,7 +22,7 @@ from typing import Any
 
 from rich.console import Console
 
-from cachetuner.cluster import connected
+from cachetuner.cluster import check_address, connected
 from cachetuner.control.learned import CONFIG_SIDECAR
 from cachetuner.sweep.config import LoadedSweep, load_sweep
 from cachetuner.sweep.plots import sweep_figure
@@ -154,6 +154,7 @@ def run_sweep(
     from cachetuner.tracking import log_figure_png, setup_tracking
 
     sweep = load_sweep(path)
+    check_address(ray_address)
     cfg = sweep.cfg
     console = console or Console(stderr=True)
     uri = setup_tracking(tracking_uri, experiment=cfg.mlflow_experiment)

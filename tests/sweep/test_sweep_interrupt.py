@@ -1,0 +1,63 @@
+"""Ctrl-C during a sweep (Ray started locally): the trials stop, the command exits 130 with what it
+has, and no MLflow run is left RUNNING."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+BIN = Path(sys.executable).parent
+
+TINY_ENV = {
+    "interval_s": 10, "episode_intervals": 12, "warmup_intervals": 1,
+    "workloads": [{"trace": "synthetic:zipf", "name": "zipf", "rate": 200, "seed": 1,
+                   "params": {"n_requests": 30000, "n_keys": 3000, "alpha": 0.9}}],
+    "bounds": {"min_fraction": 0.05, "max_fraction": 1.0, "initial_fraction": 0.25},
+    "actions": {"space": "discrete12"}, "whatif": {"enabled": False},
+}
+
+
+def test_ctrl_c_stops_the_trials_and_leaves_no_run_running(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({
+        "name": "interrupt-test", "num_trials": 4, "max_concurrent": 2, "output_dir": str(tmp_path / "out"),
+        "search": {"ppo.learning_rate": {"loguniform": [1e-4, 3e-3]}},
+        # long enough that Ctrl-C arrives mid-training
+        "train": {"total_timesteps": 200_000, "n_envs": 2, "ppo": {"n_steps": 128, "batch_size": 128, "n_epochs": 1},
+                  "env": TINY_ENV, "eval": {"eval_freq": 256}, "early_stop": {"enabled": False}},
+    }))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    log = tmp_path / "stderr.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([str(BIN / "cachetuner"), "sweep", str(sweep), "--num-cpus", "2", "--json",
+                                 "--tracking-uri", uri], cwd=tmp_path, stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            deadline = time.time() + 240
+            while "eval 1/" not in log.read_text(errors="replace"):  # a trial has reported
+                assert proc.poll() is None, log.read_text()[-3000:]
+                assert time.time() < deadline, "no trial reported within 240 s:\n" + log.read_text()[-3000:]
+                time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 130, log.read_text()[-3000:]
+    import json
+
+    res = json.loads(out)
+    assert res["interrupted"] and res["trials_interrupted"] >= 1
+
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    parent = client.get_run(res["mlflow_run_id"])
+    assert parent.info.status == "KILLED"
+    children = client.search_runs([parent.info.experiment_id], f"tags.mlflow.parentRunId = '{res['mlflow_run_id']}'")
+    assert children and all(c.info.status in ("KILLED", "FAILED") for c in children)
