@@ -102,31 +102,82 @@ def test_dict_expands_at_one_to_one_and_inserts_at_the_head():
         assert chain[: len(late)] == late
 
 
-def test_get_some_keys_walks_consecutive_buckets():
-    """dictGetSomeKeys(): distinct keys, whole chains in bucket order, at most ``count``."""
+def _xorshift(state: int) -> tuple[int, int]:
+    """The kernel's xorshift64* step (common.rng_next): (new state, output)."""
+    m = (1 << 64) - 1
+    x = state
+    x ^= x >> 12
+    x = (x ^ (x << 25)) & m
+    x ^= x >> 27
+    return x, (x * 2685821657736338717) & m
+
+
+def _redis_get_some_keys(s, count: int) -> list[int]:
+    """dict.c dictGetSomeKeys() (Redis >= #12276, one table) transcribed line by line on the
+    simulator's table and random stream (``randomULong()`` = the kernel's xorshift64*)."""
+    state = int(s.rng[0])
+    size = int(s.ist[I_HSIZE])
+    mask = size - 1
+    used = int(s.ist[I_NRES])
+    count = min(count, used)
+    des: list[int] = [-1] * count
+
+    def rnd() -> int:
+        nonlocal state
+        state, out = _xorshift(state)
+        return out
+
+    maxsteps = count * 10
+    stored = 0
+    i = (rnd() >> 11) & mask
+    emptylen = 0
+    while stored < count and maxsteps > 0:
+        maxsteps -= 1
+        he = int(s.hbuckets[i])
+        if he < 0:
+            emptylen += 1
+            if emptylen >= 5 and emptylen > count:
+                i = (rnd() >> 11) & mask
+                emptylen = 0
+        else:
+            emptylen = 0
+            while he >= 0:
+                if stored < count:
+                    des[stored] = he
+                else:
+                    r = rnd() % (stored + 1)
+                    if r < count:
+                        des[r] = he
+                he = int(s.kv[he, KV_HNEXT])
+                stored += 1
+            if stored >= count:
+                return des
+        i = (i + 1) & mask
+    return des[:stored]
+
+
+@pytest.mark.parametrize("count", [2, 5])
+def test_get_some_keys_is_redis_dictgetsomekeys(count):
+    """dictGetSomeKeys(): consecutive buckets, whole chains newest first, and reservoir sampling
+    over the rest of the chain that completes the sample, exactly as dict.c on the same stream."""
     n_keys = 3000
     tr = make_trace(np.arange(n_keys), sizes=100, ops=np.ones(n_keys, np.uint8), n_keys=n_keys)
     sim = TieredCacheSim(n_keys, RedisConfig(maxmemory=0), SimParams(), seed=2)
     sim.run(tr)
     s = sim._state
-    size = int(s.ist[I_HSIZE])
     chains = _chains(sim)
-    bucket_of = {k: b for b, ch in chains.items() for k in ch}
-    for _ in range(200):
-        got = int(K.dict_get_some_keys(sim._kstate, 5))
-        assert got == 5
+    position = {k: ch.index(k) for ch in chains.values() for k in ch}
+    deep = 0
+    for _ in range(1000):
+        want = _redis_get_some_keys(s, count)
+        got = int(K.dict_get_some_keys(sim._kstate, count))
         keys = s.hsamp[:got].tolist()
-        assert len(set(keys)) == got
-        b0 = bucket_of[keys[0]]
-        for a, b in zip(keys, keys[1:], strict=False):
-            ba, bb = bucket_of[a], bucket_of[b]
-            if ba == bb:  # same chain: in chain order
-                ch = chains[ba]
-                assert ch.index(b) == ch.index(a) + 1
-            else:  # the next non-empty bucket (no jump: load ~0.73 rarely has 6 empty in a row)
-                assert (bb - ba) % size > 0
-        # The first key is the head of its chain unless the walk started mid-table before it.
-        assert chains[b0][0] == keys[0]
+        assert keys == want
+        assert got == count and len(set(keys)) == got
+        deep += sum(position[k] >= count for k in keys)
+    # Keys deeper in a chain than ``count`` are reachable only through the reservoir.
+    if max(len(ch) for ch in chains.values()) > count:
+        assert deep > 0
 
 
 def _slots_ratio(sim: TieredCacheSim) -> float:
