@@ -116,6 +116,8 @@ def tenants_cmd(
     warmup: Annotated[int, typer.Option("--warmup", help="Cold-start intervals left out of the shares.")] = 10,
     figure: Annotated[str | None, typer.Option("--figure", help="Also write the p95 figure (PNG) here.")] = None,
     track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow (experiment cachetuner-ttl).")] = True,
+    stack_dir: Annotated[str | None, typer.Option("--stack-dir", help="Run on this live stack instead (cachetuner stack up).")] = None,
+    speedup: Annotated[float, typer.Option("--speedup", help="Live: replay the workload this many times faster.")] = 20.0,
     json_out: JsonOpt = False,
 ) -> None:
     """Per-class memory protection under memory pressure: per-tenant hit ratio, p95 and stale share."""
@@ -123,6 +125,29 @@ def tenants_cmd(
     from cachetuner.tenants.qos import log_qos, qos_experiment, qos_figure
 
     trace = load_tenant_workload(workload)
+    if stack_dir is not None:
+        from cachetuner.live.replay_qos import live_qos_experiment, live_qos_figure
+
+        with console.status(f"replaying {trace.name} into the live stack, 2 scenarios x {trace.duration / speedup:.0f} s"):
+            live = live_qos_experiment(trace, stack_dir, policy=policy, memory_share=memory, interval_s=interval,
+                                       warmup=warmup, speedup=speedup)  # fmt: skip
+        fig = live_qos_figure(live)
+        if figure:
+            fig.savefig(figure, dpi=110, bbox_inches="tight")
+        live["mlflow_run_id"] = log_qos(live, fig) if track else None
+        if json_out:
+            emit_json(live)
+            return
+        table = Table(title=f"live {trace.name}: maxmemory {live['maxmemory']:,} B, x{speedup:g}, after {warmup} intervals")
+        for c in ("scenario", "tenant", "hit ratio", "p95 ms (mean)", "p95 met", "keys resident / requested"):
+            table.add_column(c)
+        for sc, d in live["scenarios"].items():
+            for t, v in d["tenants"].items():
+                table.add_row(sc, f"{t} ({v['p95_threshold_ms']:.0f} ms)", f"{v['hit_ratio']:.3f}", f"{v['p95_ms_mean']:.0f}",
+                              f"{100 * v['p95_met_share']:.0f} % of {v['intervals']}",
+                              f"{v['keys_resident_at_end']:,} / {v['keys_requested']:,}")  # fmt: skip
+        _wide(table)
+        return
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("tenant QoS scenarios", total=3)
         report, runs = qos_experiment(

@@ -123,6 +123,9 @@ class ReplayOptions(BaseModel):
     ttl_policy: str | None = Field(
         None, description="client-side TTL policy (cachetuner.ttl spec, e.g. fixed:300, hotness); None = the trace's TTLs"
     )
+    no_ttl_classes: list[str] = Field(
+        default_factory=list, description="with ttl_policy: tenants of these QoS classes write without TTL"
+    )
     seed: int = 0
 
     def check(self) -> None:
@@ -202,7 +205,7 @@ class Replayer:
             raise ConfigError(f"replay: --start {opt.start} is past the end of {trace.name} ({n} requests)")
         if opt.ttl_policy is not None:
             # the policy's TTLs are in trace seconds: --speedup compresses them like the trace's clock
-            trace = apply_ttl_policy(trace, opt.ttl_policy)
+            trace = apply_ttl_policy(trace, opt.ttl_policy, no_ttl_classes=tuple(opt.no_ttl_classes))
             if opt.speedup:
                 trace = dc_replace(trace, ttls=trace.ttls / opt.speedup)
         self.trace, self.redis_url, self.opt = trace, redis_url, opt

@@ -4,7 +4,7 @@
 simulator path (:func:`simulate_ttl`), the live replayer and the A/B runner. See docs/ttl.md.
 """
 
-from cachetuner.ttl import hotness, policies  # noqa: F401  (register the policies)
+from cachetuner.ttl import policies  # noqa: F401  (registers the policies; hotness's torch loads on use)
 from cachetuner.ttl.base import TTL_POLICIES, TTLPolicy, apply_ttl_policy, make_ttl_policy, parse_spec
 from cachetuner.ttl.keyspace import QOS_CLASSES, FreshnessConfig, KeySpace, keyspace_for
 from cachetuner.ttl.run import TTLRun, simulate_ttl

@@ -35,7 +35,6 @@ from cachetuner.hotness_model.predictor import HotnessPredictor, InProcessPredic
 from cachetuner.hotness_model.train import run_experiment
 from cachetuner.serving.client import FallbackPredictor, TritonPredictor
 from cachetuner.traces.trace import Trace
-from cachetuner.ttl.base import TTL_POLICIES
 from cachetuner.ttl.keyspace import KeySpace
 
 #: Where ``hotness`` looks for its model unless told (trained by ``cachetuner ttl train-model``).
@@ -131,10 +130,8 @@ class HotnessTTL:
         return np.clip(ttl, self.ttl_min, self.ttl_max)
 
 
-def _hotness(arg: str | None, **settings: Any) -> HotnessTTL:
+def make_hotness(arg: str | None, **settings: Any) -> HotnessTTL:
+    """The registry's factory for ``hotness`` (registered in :mod:`cachetuner.ttl.policies`)."""
     if arg is not None:
         raise ValueError("hotness takes settings after a comma, e.g. hotness,model=PATH,ttl_max=7200")
     return HotnessTTL(**settings)
-
-
-TTL_POLICIES.add("hotness", _hotness)

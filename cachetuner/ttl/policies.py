@@ -193,3 +193,14 @@ TTL_POLICIES.add("trace", _no_arg(TraceTTL, "trace"))
 TTL_POLICIES.add("fixed", _fixed)
 TTL_POLICIES.add("rules", _no_arg(RulesTTL, "rules"))
 TTL_POLICIES.add("multi-factor", _no_arg(MultiFactorTTL, "multi-factor"))
+
+
+def _hotness(arg: str | None, **settings: object) -> object:
+    # torch (the LSTM) is imported only when a hotness policy is built: the replayer, the A/B runner
+    # and every other importer of cachetuner.ttl stay free of it
+    from cachetuner.ttl.hotness import make_hotness
+
+    return make_hotness(arg, **settings)  # type: ignore[arg-type]
+
+
+TTL_POLICIES.add("hotness", _hotness)

@@ -87,7 +87,7 @@ def test_ttl_ab_config_errors(tmp_path: Path) -> None:
 
 def test_cli_ab_ttl_json_with_trace_override(tmp_path: Path, model_pt: Path) -> None:
     cfg = yaml.safe_load(Path("experiments/ab_ttl.yaml").read_text())
-    cfg.update(horizon_intervals=12, warmup_intervals=1, tracking={"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"})
+    cfg.update(horizon_intervals=6, warmup_intervals=1, tracking={"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"})
     cfg["treatment"]["ttl"] = f"hotness,model={model_pt},bucket_s=30"
     path = tmp_path / "ab_ttl.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -98,7 +98,7 @@ def test_cli_ab_ttl_json_with_trace_override(tmp_path: Path, model_pt: Path) -> 
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
-    assert out["intervals"] == 12 and out["mlflow_run_id"]
+    assert out["intervals"] == 6 and out["mlflow_run_id"]
     for key in ("hit_ratio_delta_pp", "p95_delta_ms", "stale_share_delta_pp", "mean_ttl_s", "tenants"):
         assert key in out
     assert out["meta"]["workload_label"] == "bundled:web12" and out["tenants"]["default"]["p95_delta_ms"]["ci"]
