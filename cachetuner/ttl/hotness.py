@@ -24,7 +24,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -43,7 +43,9 @@ DEFAULT_MODEL = "runs/hotness/ttl/model.pt"
 DEFAULT_MODEL_CONFIG = "experiments/hotness-small.yaml"
 
 
-def make_predictor(model: str, triton_url: str | None = None, protocol: str = "grpc") -> HotnessPredictor:
+def make_predictor(
+    model: str, triton_url: str | None = None, protocol: Literal["grpc", "http"] = "grpc"
+) -> HotnessPredictor:
     """Triton with the in-process fallback (``triton_url``), else the in-process model."""
     if not Path(model).is_file():
         raise ConfigError(

@@ -183,10 +183,12 @@ def _no_arg(cls: type, name: str):  # type: ignore[no-untyped-def]
     return make
 
 
-def _fixed(arg: str | None, **settings: float) -> FixedTTL:
+def _fixed(arg: str | None, **settings: object) -> FixedTTL:
     if arg is None:
         raise ValueError("fixed needs seconds, e.g. fixed:300")
-    return FixedTTL(float(arg), **settings)
+    if settings:
+        raise ValueError(f"fixed takes no settings, got {', '.join(settings)}")
+    return FixedTTL(float(arg))
 
 
 TTL_POLICIES.add("trace", _no_arg(TraceTTL, "trace"))
