@@ -288,7 +288,7 @@ class LiveRedisBackend:
         """Per-tenant figures from the replayer's ``tenant``-labelled metrics (empty without tenants)."""
         out: dict[str, TenantMetrics] = {}
         for field, metric in (("gets", "gets"), ("hits", "hits"), ("byte_requests", "requested_bytes"),
-                              ("byte_hits", "hit_bytes")):  # fmt: skip
+                              ("byte_hits", "hit_bytes"), ("stale_hits", "stale_hits")):  # fmt: skip
             for row in self._prom.custom_query(_delta(f"cachetuner_tenant_{metric}_total", "", w, by=" by (tenant)"), params=at):
                 t = out.setdefault(row["metric"].get("tenant", ""), TenantMetrics())
                 setattr(t, field, int(float(row["value"][1])))

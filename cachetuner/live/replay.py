@@ -70,7 +70,7 @@ from cachetuner.live.resp import RespConnection
 from cachetuner.live.stack import SCRAPE_INTERVAL_S
 from cachetuner.tenants import key_names
 from cachetuner.traces.trace import Op, Trace
-from cachetuner.ttl import apply_ttl_policy
+from cachetuner.ttl import apply_ttl_policy, keyspace_for
 
 __all__ = [
     "KEY_PREFIX", "LIST_MAX_REQUESTS", "BatchCounters", "BatchHistogram", "ReplayMetrics", "ReplayOptions",
@@ -241,7 +241,10 @@ class Replayer:
         self.tenant_acc = None
         if tenants is not None:
             counters = self.metrics.tenant_counters(list(tenants))
-            self.tenant_acc = TenantAccountant(trace.meta["key_tenant"].tolist(), keys, ops, sizes, counters)
+            ks = keyspace_for(trace)
+            last_update = ks.last_update(ks.group[trace.keys], trace.timestamps).tolist()
+            self.tenant_acc = TenantAccountant(trace.meta["key_tenant"].tolist(), keys, ops, sizes, counters,
+                                               trace.timestamps.tolist(), last_update)  # fmt: skip
         self.pending_fills: list[bytes] = []  # read-through SETs of the last batch's misses
         self.pending_xadds: list[bytes] = []  # sampled-request stream entries of the last batch
         self.inflight: deque[_InFlight] = deque()

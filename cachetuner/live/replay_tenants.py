@@ -19,6 +19,7 @@ import threading
 from bisect import bisect_left
 from itertools import accumulate
 
+import hiredis
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
@@ -34,6 +35,7 @@ TENANT_COUNTERS = {
     "misses": ("cachetuner_tenant_misses", "GETs that missed, per tenant"),
     "req_bytes": ("cachetuner_tenant_requested_bytes", "Bytes requested by GETs, per tenant"),
     "hit_bytes": ("cachetuner_tenant_hit_bytes", "Bytes of GETs served by Redis, per tenant"),
+    "stale_hits": ("cachetuner_tenant_stale_hits", "Hits on an item written before its group's last source update"),
 }
 LATENCY_METRIC = "cachetuner_tenant_request_latency_seconds"
 
@@ -77,42 +79,61 @@ class TenantCounters:
 
 
 class TenantAccountant:
-    """Attributes a batch's requests to tenants (one Python pass over the batch; tenant traces only)."""
+    """Attributes a batch's requests to tenants (one Python pass over the batch; tenant traces only).
 
-    def __init__(self, key_tenant: list[int], keys: Column, ops: Column, sizes: Column, counters: TenantCounters) -> None:
+    Stale hits: the replayer is the only writer, and a request of a key is sent only after the fill of
+    that key's previous miss, so the item a hit returns is the one of the key's last write (a SET, or the
+    fill of its last miss). The hit is stale when ``last_update[i]``, the last source update of the key's
+    group at the request's trace time, lies after that write's trace time (as in the simulator).
+    """
+
+    def __init__(
+        self, key_tenant: list[int], keys: Column, ops: Column, sizes: Column, counters: TenantCounters,
+        timestamps: list[float], last_update: list[float],
+    ) -> None:  # fmt: skip
         self.key_tenant, self.keys, self.ops, self.sizes, self.counters = key_tenant, keys, ops, sizes, counters
+        self.ts, self.last_update = timestamps, last_update
+        self.written: dict[int, float] = {}  # key -> trace time of its last write
         self._bounds = [float(b) for b in LATENCY_BUCKETS_S]
 
     def account(self, reps: list, batch_idx: list[int], rtt: float, miss_draws: list[float]) -> None:
         kt, keys, ops, sizes, bounds = self.key_tenant, self.keys, self.ops, self.sizes, self._bounds
-        get_op = int(Op.GET)
+        get_op, set_op = int(Op.GET), int(Op.SET)
         c = self.counters
         n = len(c.tenants)
-        req, gets, hits, misses, breq, bhit = ([0] * n for _ in range(6))
+        req, gets, hits, misses, breq, bhit, stale = ([0] * n for _ in range(7))
+        ts, last_update, written = self.ts, self.last_update, self.written
         lat: list[list[float]] = [[] for _ in range(n)]
         n_rtt = [0] * n
         j = 0
         for pos, idx in enumerate(batch_idx):
-            t = kt[keys[idx]]
+            k = keys[idx]
+            t = kt[k]
             req[t] += 1
-            if ops[idx] == get_op:
+            op = ops[idx]
+            if op == get_op:
                 gets[t] += 1
                 sz = sizes[idx]
                 breq[t] += sz
                 r = reps[pos]
                 if r is None:
                     misses[t] += 1
+                    written[k] = ts[idx]  # the fill of this miss (harmless without one: a later hit needs a SET)
                     lat[t].append(2 * rtt + miss_draws[j])
                     j += 1
                     continue
                 if r.__class__ is bytes:
                     hits[t] += 1
                     bhit[t] += sz
+                    if last_update[idx] > written.get(k, float("-inf")):
+                        stale[t] += 1
+            elif op == set_op and not isinstance(reps[pos], hiredis.ReplyError):
+                written[k] = ts[idx]
             n_rtt[t] += 1
         b_rtt = bisect_left(bounds, rtt)
         with c._lock:
             for attr, vals in (("requests", req), ("gets", gets), ("hits", hits), ("misses", misses),
-                               ("req_bytes", breq), ("hit_bytes", bhit)):  # fmt: skip
+                               ("req_bytes", breq), ("hit_bytes", bhit), ("stale_hits", stale)):  # fmt: skip
                 tot = c.counts[attr]
                 for t in range(n):
                     tot[t] += vals[t]

@@ -1,5 +1,5 @@
-"""Multi-tenant replay on the real stack: t:{tenant}:{biz}:{key} names, per-tenant counters in
-Prometheus (``tenant`` label) equal to the replayer's own counts, read back with PromQL."""
+"""Multi-tenant replay on the real stack: t:{tenant}:{biz}:{key} names, per-tenant counters (stale hits
+included) in Prometheus (``tenant`` label) equal to the replayer's own counts, read back with PromQL."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from cachetuner.live.backend import LiveRedisBackend
 from cachetuner.live.replay import ReplayOptions, replay
 from cachetuner.live.stack import LocalStack
 from cachetuner.tenants import TenantWorkload, build_tenant_trace
+from cachetuner.ttl import simulate_ttl
 
 WORKLOAD = {
     "name": "live3",
+    "freshness": {"volatile_share": 0.5, "update_every_s": 2.0},  # source updates every ~2 trace seconds
     "tenants": [
         {"name": "gold", "qos": "gold", "trace": "synthetic:zipf", "rate": 400, "seed": 1, "n_biz": 4,
          "params": {"n_requests": 6000, "n_keys": 500, "alpha": 1.2, "sizes": "fixed:800"}},
@@ -47,12 +49,27 @@ def test_per_tenant_counters_in_prometheus_equal_the_replayers(live_stack: Local
     assert names and all(n.count(":") == 3 for n in names) and 600_000 < r.pttl(names[0]) <= 900_000
     # PromQL: the counters' last values equal the replayer's own counts, per tenant
     prom = PrometheusConnect(url=live_stack.prometheus_url, disable_ssl=True)
-    for metric, key in (("hits", "hits"), ("misses", "misses"), ("gets", "gets"), ("requested_bytes", "req_bytes")):
+    assert sum(t["stale_hits"] for t in own.values()) > 0
+    for metric, key in (("hits", "hits"), ("misses", "misses"), ("gets", "gets"), ("requested_bytes", "req_bytes"),
+                        ("stale_hits", "stale_hits")):  # fmt: skip
         rows = prom.custom_query(f"sum by (tenant) (last_over_time(cachetuner_tenant_{metric}_total[5m]))")
         assert {row["metric"]["tenant"]: int(float(row["value"][1])) for row in rows} == {t: c[key] for t, c in own.items()}
     # and the live backend's snapshot carries them as MetricsSnapshot.tenants
     snap = backend.read(t0, time.time() - 0.2)
     assert not snap.stale, getattr(backend, "last_stale_reason", "")
-    assert {t: (m.gets, m.hits) for t, m in snap.tenants.items()} == {t: (c["gets"], c["hits"]) for t, c in own.items()}
+    got = {t: (m.gets, m.hits, m.stale_hits) for t, m in snap.tenants.items()}
+    assert got == {t: (c["gets"], c["hits"], c["stale_hits"]) for t, c in own.items()}
     assert all(m.latency_p95_ms > 0 for m in snap.tenants.values())
     assert snap.tenants["gold"].hit_ratio > snap.tenants["bronze"].hit_ratio
+
+
+def test_live_stale_hits_equal_the_simulators_without_eviction(redis_only: LocalStack) -> None:
+    """No memory limit and no TTL: Redis and the simulator have the same outcomes, so the same stale hits."""
+    w = {**WORKLOAD, "freshness": {"volatile_share": 0.5, "update_every_s": 1.0}}
+    trace = build_tenant_trace(TenantWorkload.model_validate(w))
+    res = replay(trace, redis_only.redis_url, ReplayOptions(sample_rate=0.0, metrics_port=None))
+    run = simulate_ttl(trace, "trace", RedisConfig(maxmemory=0), interval_s=5.0)
+    assert res.tenants is not None
+    for name, t in run.tenants.items():
+        assert res.tenants[name]["hits"] == int(t["hits"].sum())
+        assert res.tenants[name]["stale_hits"] == int(t["stale_hits"].sum()) > 0
