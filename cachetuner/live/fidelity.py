@@ -55,8 +55,17 @@ class FidelityOptions(BaseModel):
     rate: float = Field(20_000.0, gt=0, description="replay pace, requests/s (the simulator gets the actual send times)")
     pipeline: int = Field(64, ge=1)
     seed: int = 0
+    sim_seeds: int = Field(
+        1, ge=1, description="simulator runs per cell (seeds seed, seed+1, ...) on the same send times; the "
+        "reported simulator hit ratio is their mean (Redis's own sampling stream cannot be replayed)",
+    )
     scenarios: bool = Field(True, description="also a mid-run policy switch and a maxmemory shrink")
     unbounded: bool = Field(True, description="also a run without maxmemory: pure memory-model check")
+    lfu_variants: tuple[tuple[int, int], ...] = Field(
+        ((1, 1), (100, 0)),
+        description="extra allkeys-lfu cells per size (when allkeys-lfu is in policies): (lfu-log-factor, "
+        "lfu-decay-time) pairs other than Redis's default (10, 1)",
+    )
 
 
 def working_set_bytes(trace: Trace, calib: Calibration) -> int:
@@ -152,24 +161,31 @@ class _Harness:
             after = self._server()
             live.append({"gets": res.gets, "hits": res.hits, "rejected": res.rejected_writes, "server": after, "before": before})
         sim_trace = self._sim_trace(send_times)
-        sim = TieredCacheSim(sim_trace.n_keys, cfg, self.params, seed=self.opts.seed, key_bytes=sim_trace.key_bytes)
-        sims = []
-        for i, (a, b, c) in enumerate(phases):
-            if i > 0:
-                sim.apply_config(c)
-            sims.append(sim.run(sim_trace, a, b))
+        sim_hrs: list[float] = []
+        for seed in range(self.opts.seed, self.opts.seed + self.opts.sim_seeds):
+            run_sim = TieredCacheSim(sim_trace.n_keys, cfg, self.params, seed=seed, key_bytes=sim_trace.key_bytes)
+            run_snaps = []
+            for i, (a, b, c) in enumerate(phases):
+                if i > 0:
+                    run_sim.apply_config(c)
+                run_snaps.append(run_sim.run(sim_trace, a, b))
+            s_gets = sum(s.gets for s in run_snaps)
+            sim_hrs.append(sum(s.hits for s in run_snaps) / s_gets if s_gets else 0.0)
+            if seed == self.opts.seed:  # the other figures: the first seed's run
+                sim, sims = run_sim, run_snaps
         gets = sum(p["gets"] for p in live)
         hits = sum(p["hits"] for p in live)
-        s_gets = sum(s.gets for s in sims)
-        s_hits = sum(s.hits for s in sims)
         server = live[-1]["server"]
         redis_hr = hits / gets if gets else 0.0
-        sim_hr = s_hits / s_gets if s_gets else 0.0
+        sim_hr = float(np.mean(sim_hrs))
         out: dict[str, Any] = {
             "policy": cfg.maxmemory_policy,
             "maxmemory": cfg.maxmemory,
+            "lfu_log_factor": cfg.lfu_log_factor,
+            "lfu_decay_time": cfg.lfu_decay_time,
             "requests": gets,
             "sim_hit_ratio": round(sim_hr, 5),
+            "sim_hit_ratio_sd": round(float(np.std(sim_hrs)), 5),
             "redis_hit_ratio": round(redis_hr, 5),
             "diff_pp": round(100.0 * (sim_hr - redis_hr), 3),
             "server_hits_match": server["hits"] == hits and server["misses"] == gets - hits,
@@ -232,6 +248,14 @@ def run_fidelity(
                 cfg = RedisConfig(maxmemory=h.overhead + int(frac * ws), maxmemory_policy=policy)  # type: ignore[arg-type]
                 say(f"{policy} @ {frac:.0%}")
                 cells.append({"size_fraction": frac, **h.run(cfg)})
+            if "allkeys-lfu" in opts.policies:
+                for log_factor, decay in opts.lfu_variants:
+                    cfg = RedisConfig(
+                        maxmemory=h.overhead + int(frac * ws), maxmemory_policy="allkeys-lfu",
+                        lfu_log_factor=log_factor, lfu_decay_time=decay,
+                    )  # fmt: skip
+                    say(f"allkeys-lfu log-factor {log_factor} decay {decay} @ {frac:.0%}")
+                    cells.append({"size_fraction": frac, **h.run(cfg)})
         scenarios: list[dict[str, Any]] = []
         half = len(trace) // 2
         if opts.scenarios:

@@ -14,7 +14,7 @@ def test_fidelity_on_web07_within_one_point(shared_traces: Path, redis_only: Loc
     trace = read_trace(shared_traces / "cache2k" / "web07.trace", "raw-be-i4", size_model="fixed:1000", limit=20_000)
     opts = FidelityOptions(policies=("allkeys-lru", "allkeys-lfu", "volatile-ttl"), sizes=(0.1, 0.4), rate=20_000)
     res = run_fidelity(trace, opts, redis_only.redis_url)
-    assert len(res["cells"]) == 6 and len(res["scenarios"]) == 2
+    assert len(res["cells"]) == 6 + 4 and len(res["scenarios"]) == 2  # + two non-default LFU cells per size
     assert res["max_abs_diff_pp"] <= 1.0, [(c["policy"], c["diff_pp"]) for c in res["cells"] + res["scenarios"]]
     for c in res["cells"] + res["scenarios"]:
         assert c["server_hits_match"], c  # Redis's own keyspace counters agree with the replayer's
@@ -38,3 +38,20 @@ def test_calibration_matches_the_sim_formula(redis_only: LocalStack) -> None:
     assert abs(by_size[1000]["formula_err_pct"]) < 2.0 and abs(by_size[4096]["formula_err_pct"]) < 1.0
     params = cal.sim_params()
     assert params.memory.base_used_memory == cal.base_used_memory and params.clients.n_clients == 1
+
+
+def test_lfu_fidelity_on_write_heavy_cloudphysics(shared_traces: Path, redis_only: LocalStack) -> None:
+    """allkeys-lfu on a write-heavy real trace (CloudPhysics: ~4 SETs per GET, 512 B-68 KiB values) at
+    Redis's default and non-default lfu-log-factor / lfu-decay-time, plus a policy switch to LFU and a
+    shrink: every cell within 1 pp of the real Redis (issue 14)."""
+    trace = read_trace(shared_traces / "cloudphysics" / "cloudPhysicsIO.csv", limit=20_000)
+    assert int((trace.ops == 1).sum()) > 3 * int((trace.ops == 0).sum())  # write-heavy
+    opts = FidelityOptions(policies=("allkeys-lfu",), sizes=(0.2, 0.5), rate=5_000, unbounded=False, sim_seeds=4)
+    res = run_fidelity(trace, opts, redis_only.redis_url)
+    assert len(res["cells"]) == 6 and len(res["scenarios"]) == 2
+    assert {(c["lfu_log_factor"], c["lfu_decay_time"]) for c in res["cells"]} == {(10, 1), (1, 1), (100, 0)}
+    diffs = [(c.get("scenario", c["policy"]), c["lfu_log_factor"], c.get("size_fraction"), c["diff_pp"]) for c in res["cells"] + res["scenarios"]]
+    assert res["max_abs_diff_pp"] <= 1.0, diffs
+    for c in res["cells"]:
+        assert c["server_hits_match"], c
+        assert c["redis_evictions"] > 0 and abs(c["sim_evictions"] - c["redis_evictions"]) < 0.03 * c["redis_evictions"], c
