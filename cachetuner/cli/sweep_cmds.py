@@ -68,7 +68,10 @@ def print_sweep(res: dict) -> None:
         table.add_row(t["trial_id"], t["status"], "n/a" if t["best_score"] is None else f"{t['best_score']:.3f}",
                       str(t["timesteps"] or ""), (t["node_id"] or "")[:8],
                       " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in t["config"].items()))
-    out.print(table)
+    from rich.console import Console
+
+    # Piped output gets rich's 80 columns by default: too narrow for the settings column.
+    (out if out.is_terminal and out.width >= 140 else Console(width=160)).print(table)
     for e in res["errors"]:
         out.print(f"trial {e['trial_id']} crashed: {e['error']}")
     b = res["best_trial"]

@@ -45,6 +45,7 @@ class SweepProgress(Callback):
         self.ended: dict[str, str] = {}  # finished | stopped | crashed
         self.errors: dict[str, str] = {}
         self.crashed: dict[str, Any] = {}  # trial id -> Trial, to read its error file at the end
+        self.printed: dict[str, str] = {}  # last line printed per trial (log files: no repeats)
         self.progress: Progress | None = None
         self.tasks: dict[str, Any] = {}
         self.overall: Any = None
@@ -70,9 +71,12 @@ class SweepProgress(Callback):
         r = self.results.get(trial.trial_id, {})
         score = f" score {r[METRIC]:.3f} best {r['best_score']:.3f}" if METRIC in r else ""
         evals = f" eval {min(int(r.get('training_iteration', 0)), self.evaluations)}/{self.evaluations}" if r else ""
-        desc = f"{trial.trial_id} {short_params(trial.config)} [{state}]{evals}{score}"
+        node = f" node {r['node_id'][:8]}" if r.get("node_id") else ""
+        desc = f"{trial.trial_id} {short_params(trial.config)} [{state}]{evals}{score}{node}"
         if self.progress is None:
-            self.console.print(f"sweep: {desc}", markup=False, highlight=False, soft_wrap=True)
+            if self.printed.get(trial.trial_id) != desc:
+                self.console.print(f"sweep: {desc}", markup=False, highlight=False, soft_wrap=True)
+                self.printed[trial.trial_id] = desc
             return
         desc = escape(desc)
         if trial.trial_id not in self.tasks:

@@ -63,19 +63,19 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
+def _stop(procs: list[subprocess.Popen], grace: float = 10) -> None:
     """SIGTERM the started processes' groups and every descendant (Ray workers start their own
-    sessions), SIGKILL what is left after a grace period."""
+    sessions), SIGKILL what is left after ``grace`` seconds (0: SIGKILL at once)."""
     pids = {p.pid for p in procs}
     for p in procs:
         pids |= _descendants(p.pid)
-    for p in procs:
+    for p in procs if grace > 0 else []:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(p.pid, signal.SIGTERM)
-    for pid in pids:
+    for pid in pids if grace > 0 else []:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    deadline = time.time() + 10
+    deadline = time.time() + grace
     for p in procs:
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(max(deadline - time.time(), 0.1))
@@ -99,7 +99,13 @@ def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 120
 
 
 @pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[tuple[str, dict[str, str]]]:
+def ray_cluster_procs() -> list[subprocess.Popen]:
+    """The ``ray start --block`` processes of the module's cluster: head first."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(ray_cluster_procs: list[subprocess.Popen]) -> Iterator[tuple[str, dict[str, str]]]:
     """``(address, env)`` of a head and a second node, one CPU each, token-authenticated."""
     assert (BIN / "ray").is_file(), f"ray is not installed in {BIN} (pip install -e '.[ray]'; make install does)"
     tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths live under it
@@ -107,7 +113,7 @@ def ray_cluster() -> Iterator[tuple[str, dict[str, str]]]:
     port = _free_port()
     node = ["--num-cpus", "1", "--object-store-memory", str(80 * 2**20), "--block", "--disable-usage-stats",
             "--node-ip-address", "127.0.0.1"]
-    procs: list[subprocess.Popen] = []
+    procs = ray_cluster_procs
     try:
         head_log, worker_log = tmp / "head.log", tmp / "worker.log"
         procs.append(subprocess.Popen(
@@ -192,3 +198,73 @@ def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_mode
         rep = evaluate_controllers(art.env_config, {"ppo": make_controller("ppo", model=art)}, seed=0)
         assert rep.results["ppo"].summary["intervals"] > 0
     assert res["registered_model"].startswith("models:/cachetuner-cluster-test/")
+
+
+def test_a_lost_node_loses_only_its_running_trial(ray_cluster: tuple[str, dict[str, str]], tmp_path: Path,
+                                                   request: pytest.FixtureRequest) -> None:
+    """Kill the second node (the whole process tree, as a machine that vanishes) while both nodes run a
+    long trial, after a short trial has finished: the short trial keeps its result, child run and model;
+    the lost trial is reported; Ctrl-C then ends the sweep with no run left RUNNING. Runs after the test
+    above (it takes the module's cluster down to one node)."""
+    address, env = ray_cluster
+    worker = request.getfixturevalue("ray_cluster_procs")[1]
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({
+        "name": "lost-node-test", "num_trials": 3, "max_concurrent": 2, "output_dir": str(tmp_path / "out"),
+        "asha": {"enabled": False}, "search": {"total_timesteps": {"choice": [512, 200_000]}},
+        "points_to_evaluate": [{"total_timesteps": 512}, {"total_timesteps": 200_000}, {"total_timesteps": 200_000}],
+        "train": {"total_timesteps": 512, "n_envs": 2, "ppo": {"n_steps": 128, "batch_size": 128, "n_epochs": 1,
+                                                               "net_arch": [16, 16]},
+                  "env": TINY_ENV, "eval": {"eval_freq": 256}, "early_stop": {"enabled": False},
+                  "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}},
+    }))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    log = tmp_path / "stderr.log"
+
+    def lines() -> list[str]:
+        return [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("sweep: ")]
+
+    def wait(cond: object, what: str, timeout: float = 240) -> None:
+        end = time.time() + timeout
+        while not cond():  # type: ignore[operator]
+            assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+            assert time.time() < end, f"{what} within {timeout} s:\n" + log.read_text(errors="replace")[-3000:]
+            time.sleep(0.5)
+
+    with log.open("w") as err:
+        proc = subprocess.Popen([str(BIN / "cachetuner"), "sweep", str(sweep), "--ray-address", address, "--json",
+                                 "--tracking-uri", uri], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=err,
+                                text=True)
+        try:
+            wait(lambda: any("[finished]" in ln for ln in lines()), "the short trial finished")
+            # both long trials report: one runs on each node
+            wait(lambda: len({ln.split()[1] for ln in lines() if "total_timesteps=200000" in ln and " eval " in ln}) == 2,
+                 "two long trials running")
+            _stop([worker], grace=0)  # the node is gone: raylet, its workers, everything it started
+            wait(lambda: any("[crashed" in ln for ln in lines()), "the lost trial reported", timeout=120)
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 130, log.read_text(errors="replace")[-3000:]
+    res = json.loads(out)
+    by_status: dict[str, list[dict]] = {}
+    for t in res["trials"]:
+        by_status.setdefault(t["status"], []).append(t)
+    (short,) = by_status["finished"]
+    assert short["config"] == {"total_timesteps": 512}
+    assert len(by_status["crashed"]) == 1 and res["errors"], res["trials"]
+
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    assert client.get_run(short["mlflow_run_id"]).info.status == "FINISHED"
+    children = client.search_runs([client.get_run(res["mlflow_run_id"]).info.experiment_id],
+                                  f"tags.mlflow.parentRunId = '{res['mlflow_run_id']}'")
+    assert len(children) == 3 and not [c for c in children if c.info.status == "RUNNING"]
+    assert res["best_trial"]["trial_id"] == short["trial_id"]
+    from cachetuner.control.learned import load_policy
+
+    assert load_policy(res["best_trial"]["model_path"]).model is not None
