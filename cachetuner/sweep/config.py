@@ -60,7 +60,7 @@ class Dimension(BaseModel):
             return tune.uniform(*self.uniform)
         if self.randint is not None:
             return tune.randint(self.randint[0], self.randint[1] + 1)
-        return tune.choice(self.choice)
+        return tune.choice(list(self.choice or []))
 
 
 class AshaSettings(BaseModel):

@@ -58,7 +58,8 @@ class SweepProgress(Callback):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state, progress=None, tasks={}, overall=None, console=Console(stderr=True), crashed={})
 
-    def setup(self, **info: Any) -> None:
+    def setup(self, stop: Any = None, num_samples: int | None = None, total_num_samples: int | None = None,
+              **info: Any) -> None:
         if not self.console.is_terminal:
             return  # a log file gets one line per event instead of a live display (see _line)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),

@@ -97,7 +97,8 @@ def settle_child_runs(client: Any, experiment_id: str, parent_id: str, ended: di
     return by_trial
 
 
-def _register_best(best: TrialOutcome, sweep: LoadedSweep, out_dir: Path, tracking_uri: str) -> tuple[Path, str | None]:
+def _register_best(best: TrialOutcome, sweep: LoadedSweep, out_dir: Path, tracking_uri: str,
+                   parent_id: str) -> tuple[Path, str | None]:
     """Copy the best trial's model and config from its MLflow run into the parent run's ``best_model/``
     and register that folder; return the local model path and the registered ``models:/`` URI."""
     import mlflow
@@ -111,7 +112,7 @@ def _register_best(best: TrialOutcome, sweep: LoadedSweep, out_dir: Path, tracki
             artifact_uri=f"runs:/{best.mlflow_run_id}/{art}", dst_path=tempfile.mkdtemp(), tracking_uri=tracking_uri))
         shutil.copy(got, dst / got.name)
     mlflow.log_artifacts(str(dst), artifact_path="best_model")
-    uri = register_folder(mlflow.active_run().info.run_id, "best_model", sweep.cfg.model_name, tracking_uri)
+    uri = register_folder(parent_id, "best_model", sweep.cfg.model_name, tracking_uri)
     mlflow.set_tag("registered_model", uri)
     return (dst / "model.zip").resolve(), uri
 
@@ -219,7 +220,7 @@ def _finish(sweep: LoadedSweep, trials: list[TrialOutcome], out_dir: Path, uri: 
     registered = None
     best_json: dict[str, Any] | None = None
     if best is not None:
-        model_path, registered = _register_best(best, sweep, out_dir, uri)
+        model_path, registered = _register_best(best, sweep, out_dir, uri, parent_id)
         best_json = {"trial_id": best.trial_id, "score": best.best_score, "config": best.config,
                      "model_path": str(model_path), "trial_model_path": best.model_path,
                      "mlflow_run_id": best.mlflow_run_id}
