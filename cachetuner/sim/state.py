@@ -12,8 +12,10 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numba.core import types
-from numba.core.extending import intrinsic
+from numba.core import cgutils, imputils, types
+from numba.core.datamodel import models
+from numba.core.extending import intrinsic, lower_getattr_generic, register_model
+from numba.core.typing.templates import AttributeTemplate, infer_getattr
 from numba.experimental import structref
 
 from cachetuner.metrics import LATENCY_BUCKETS_S
@@ -222,3 +224,47 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
 def copy_state(s: KState) -> KState:
     """Deep copy (every array copied)."""
     return KState(*(a.copy() for a in s))
+
+
+class KernelViewType(types.Type):
+    """A borrowed, reference-count-free pointer to a :class:`KernelState`'s fields, for inside the kernel.
+
+    Passing the StructRef itself to a helper (inlined or not) costs an atomic increment and decrement
+    of its reference count; this view is a plain pointer. Valid only while the entry point that
+    made it (:func:`borrow`) holds the state.
+    """
+
+    def __init__(self, struct_type: types.StructRef) -> None:
+        self.struct_type = struct_type
+        super().__init__(name=f"KernelView({struct_type})")
+
+
+@register_model(KernelViewType)
+class _KernelViewModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):  # type: ignore[no-untyped-def]
+        data = dmm.lookup(fe_type.struct_type.get_data_type()).get_value_type()
+        super().__init__(dmm, fe_type, data.as_pointer())
+
+
+@intrinsic
+def borrow(typingctx, state):  # type: ignore[no-untyped-def]
+    """The :class:`KernelViewType` view of a :class:`KernelState` (its payload pointer)."""
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        return structref._Utils(context, builder, sig.args[0]).get_data_pointer(args[0])
+
+    return KernelViewType(state)(state), codegen
+
+
+@infer_getattr
+class _KernelViewAttribute(AttributeTemplate):
+    key = KernelViewType
+
+    def generic_resolve(self, typ, attr):  # type: ignore[no-untyped-def]
+        return typ.struct_type.field_dict.get(attr)
+
+
+@lower_getattr_generic(KernelViewType)
+def _kernel_view_getattr(context, builder, typ, val, attr):  # type: ignore[no-untyped-def]
+    data = cgutils.create_struct_proxy(typ.struct_type.get_data_type())(context, builder, ref=val)
+    return imputils.impl_ret_borrowed(context, builder, typ.struct_type.field_dict[attr], getattr(data, attr))

@@ -66,6 +66,7 @@ from cachetuner.sim.slots import (
     Q_RECONN_MS,
     Q_TIMEOUT,
 )
+from cachetuner.sim.state import borrow
 
 OP_GET = 0  # trace op codes (cachetuner.traces.trace.Op)
 OP_SET = 1
@@ -140,7 +141,7 @@ def write_key(S, k, size, exp, now):
 
 # ----------------------------------------------------------------------------- main loop
 @nb.njit(**_JIT)
-def run_requests(S, ts, keys, sizes, ops, ttls, out):
+def run_requests(state, ts, keys, sizes, ops, ttls, out):
     """Process requests in order (processCommand() for each), updating cumulative counters.
 
     ``out``: per-request outcomes for callers that need them (TTL policies, staleness, tenants), a
@@ -151,6 +152,7 @@ def run_requests(S, ts, keys, sizes, ops, ttls, out):
     ``S.<field>`` access costs an (atomic) reference-count pair, which on a hit was most of the cost.
     Parameters (``ipar`` / ``fpar``) cannot change during a call, so they are read once too.
     """
+    S = borrow(state)  # a plain pointer from here on: no reference counting (state.borrow)
     kv = S.kv
     ist = S.ist
     fst = S.fst
