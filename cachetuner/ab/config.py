@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
+from cachetuner.ttl import make_ttl_policy
 from cachetuner.ttl.keyspace import FreshnessConfig
-from cachetuner.yamlconfig import load_model, validate
+from cachetuner.yamlconfig import field_error, load_model, validate
 
 
 class ArmConfig(BaseModel):
@@ -159,15 +160,6 @@ class ABConfig(BaseModel):
     def _env_source(self) -> ABConfig:
         if self.env is not None and self.env_config is not None:
             raise ValueError("set env or env_config, not both")
-        if self.is_ttl:
-            c, t = self.control, self.treatment
-            for role, arm in (("control", c), ("treatment", t)):
-                if arm.config is None:
-                    raise ValueError(f"{role}: a TTL A/B holds one fixed `config:` in both arms (arms differ only in ttl)")
-            if c.config != t.config:
-                raise ValueError("treatment.config: must equal control.config (a TTL A/B compares TTLs at one configuration)")
-            if self.mode != "sim":
-                raise ValueError("mode: TTL A/B runs in sim mode only (live shadow TTL arms are not implemented)")
         return self
 
     @property
@@ -179,7 +171,27 @@ class ABConfig(BaseModel):
 def load_ab_config(path: str | Path) -> ABConfig:
     """Read an A/B YAML; relative paths inside it (env_config, models, train configs) are resolved
     against the current directory, like every other experiment file."""
-    return load_model(ABConfig, path)
+    cfg = load_model(ABConfig, path)
+    check_ttl_arms(cfg, str(path))
+    return cfg
+
+
+def check_ttl_arms(cfg: ABConfig, source: str = "<ab config>") -> None:
+    """A TTL A/B (an arm sets ``ttl``): both arms hold the same fixed ``config:``, sim mode, valid TTL
+    specs. One-line :class:`ConfigError` naming the file and the field otherwise."""
+    if not cfg.is_ttl:
+        return
+    c, t = cfg.control, cfg.treatment
+    for role, arm in (("control", c), ("treatment", t)):
+        if arm.config is None:
+            raise ConfigError(field_error(source, role, "a TTL A/B holds one fixed `config:` in both arms (arms differ only in ttl)"))
+    if c.config != t.config:
+        raise ConfigError(field_error(source, "treatment.config", "must equal control.config (a TTL A/B compares TTLs at one configuration)"))
+    if cfg.mode != "sim":
+        raise ConfigError(field_error(source, "mode", "a TTL A/B runs in sim mode only (live shadow TTL arms are not implemented)"))
+    for role, arm in (("control", c), ("treatment", t)):
+        if arm.ttl is not None:
+            make_ttl_policy(arm.ttl, field=f"{source}: field '{role}.ttl'")
 
 
 def resolve_env_config(cfg: ABConfig, source: str = "<ab config>") -> Any:

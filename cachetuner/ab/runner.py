@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cachetuner.ab.arms import build_tuner, ensure_model, model_env_config
-from cachetuner.ab.config import ABConfig, ArmConfig, resolve_env_config
+from cachetuner.ab.config import ABConfig, ArmConfig, check_ttl_arms, resolve_env_config
 from cachetuner.ab.result import ABResult, ArmSeries, record_of
 from cachetuner.ab.stats import compare
 from cachetuner.ab.ttl_runner import run_ttl_sim
@@ -66,6 +66,7 @@ def run_ab(
     ``max_intervals`` stops early (a peek): with the fixed-horizon method the verdict is then
     ``inconclusive (horizon not reached)`` whatever the data say.
     """
+    check_ttl_arms(cfg, source)
     for arm in (cfg.control, cfg.treatment):
         ensure_model(arm, tracking_uri=tracking_uri)
     env_cfg = arm_env_config(cfg, env_override, source)

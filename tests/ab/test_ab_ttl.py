@@ -71,17 +71,25 @@ def test_shorter_ttl_costs_hits() -> None:
 
 
 def test_ttl_ab_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="treatment.config: must equal control.config"):
-        ABConfig.model_validate({
-            "horizon_intervals": 10, "control": {"config": CFG, "ttl": "fixed:300"},
-            "treatment": {"config": {**CFG, "maxmemory": 1}, "ttl": "hotness"},
-        })  # fmt: skip
     bad = tmp_path / "ab.yaml"
-    bad.write_text(yaml.safe_dump({"horizon_intervals": 10, "control": {"tuner": "mrc", "ttl": "fixed:300"},
-                                   "treatment": {"config": CFG, "ttl": "rules"}}))
-    with pytest.raises(ConfigError, match=f"{bad}: .*control: a TTL A/B holds one fixed `config:`"):
-        load_ab_config(bad)
-    with pytest.raises(ConfigError, match="ttl: unknown TTL policy 'nope'"):
+    cases = [
+        ({"control": {"tuner": "mrc", "ttl": "fixed:300"}, "treatment": {"config": CFG, "ttl": "rules"}},
+         "field 'control': a TTL A/B holds one fixed `config:`"),
+        ({"control": {"config": CFG, "ttl": "fixed:300"}, "treatment": {"config": {**CFG, "maxmemory": 1}, "ttl": "rules"}},
+         "field 'treatment.config': must equal control.config"),
+        ({"control": {"config": CFG, "ttl": "fixed:300"}, "treatment": {"config": CFG, "ttl": "nope"}},
+         "field 'treatment.ttl': unknown TTL policy 'nope'; valid: "),
+        ({"control": {"config": CFG, "ttl": "fixed"}, "treatment": {"config": CFG, "ttl": "rules"}},
+         "field 'control.ttl': 'fixed': fixed needs seconds"),
+        ({"mode": "shadow", "control": {"config": CFG, "ttl": "fixed:300"}, "treatment": {"config": CFG, "ttl": "rules"}},
+         "field 'mode': a TTL A/B runs in sim mode only"),
+    ]  # fmt: skip
+    for doc, msg in cases:
+        bad.write_text(yaml.safe_dump({"horizon_intervals": 10, **doc}))
+        with pytest.raises(ConfigError) as e:
+            load_ab_config(bad)
+        assert str(e.value).startswith(f"{bad}: {msg}"), str(e.value)
+    with pytest.raises(ConfigError, match="<ab config>: field 'treatment.ttl': unknown TTL policy 'nope'"):
         run_ab(ttl_ab("fixed:300", "nope"))
 
 
