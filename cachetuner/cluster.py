@@ -40,7 +40,23 @@ def check_address(address: str | None) -> str | None:
         return None
     if not _ADDRESS.match(address):
         raise ConfigError(f"--ray-address {address!r}: expected auto, HOST:PORT or ray://HOST:PORT (or omit it to start Ray here)")
+    if address != "auto":
+        _probe(address)
     return address
+
+
+def _probe(address: str, timeout: float = 5.0) -> None:
+    """Fail in seconds, not after Ray's minutes of retries, when nothing listens at HOST:PORT."""
+    import socket
+
+    host, port = address.removeprefix("ray://").rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise ServiceError(
+            f"--ray-address {address}: nothing answers there ({e.strerror or e}); start a head with "
+            "`ray start --head --port PORT`, or omit --ray-address to run locally"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -45,8 +45,14 @@ def sweep_cmd(
 ) -> None:
     """Hyperparameter search on Ray Tune (Optuna + ASHA): every trial a PPO training logged as a child
     MLflow run; the best model saved and registered in the MLflow Model Registry."""
+    import signal
+
     from cachetuner.sweep.run import run_sweep
 
+    def _terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM as a second Ctrl-C: trials stopped, runs marked KILLED
+
+    signal.signal(signal.SIGTERM, _terminate)
     with stdout_to_stderr():
         res = run_sweep(config, ray_address=ray_address, tracking_uri=tracking_uri, num_cpus=num_cpus, console=console)
     if json_out:

@@ -89,6 +89,16 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     r = subprocess.run([str(BIN / "cachetuner"), "sweep", str(_sweep(tmp_path)), "--ray-address", "not an address"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: --ray-address 'not an address'")
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on: fails in seconds, not after Ray's retries
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = subprocess.run([str(BIN / "cachetuner"), "sweep", str(_sweep(tmp_path)), "--ray-address", f"127.0.0.1:{port}"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"error: --ray-address 127.0.0.1:{port}: nothing answers there (Connection refused); start a head with "
+        "`ray start --head --port PORT`, or omit --ray-address to run locally"]
 
 
 def test_importing_cachetuner_does_not_import_ray() -> None:
