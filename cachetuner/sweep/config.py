@@ -42,6 +42,8 @@ class Dimension(BaseModel):
             raise ValueError(f"{set_[0]}: low must be below high")
         if self.loguniform is not None and self.loguniform[0] <= 0:
             raise ValueError("loguniform: low must be > 0")
+        if self.choice is not None and not all(v is None or isinstance(v, bool | int | float | str) for v in self.choice):
+            raise ValueError("choice: values must be numbers, strings, booleans or null (Optuna's categorical)")
         return self
 
     def sample_values(self) -> list[Any]:
