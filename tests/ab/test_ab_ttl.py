@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from typer.testing import CliRunner
 
+import cachetuner.cli.ab_cmds  # noqa: F401  (registers the commands)
 from cachetuner.ab.config import ABConfig, load_ab_config
 from cachetuner.ab.runner import run_ab
+from cachetuner.cli.app import app
 from cachetuner.errors import ConfigError
 from cachetuner.hotness_model.model import HotnessLSTM, LSTMConfig
 from cachetuner.hotness_model.train import save_model
@@ -99,13 +100,10 @@ def test_cli_ab_ttl_json_with_trace_override(tmp_path: Path, model_pt: Path) -> 
     cfg["treatment"]["ttl"] = f"hotness,model={model_pt},bucket_s=30"
     path = tmp_path / "ab_ttl.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(
-        [sys.executable, "-m", "cachetuner.cli.main", "ab", "--config", str(path), "--trace", "bundled:web12",
-         "--rate", "20", "--size-model", "fixed:1000", "--json"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout)
+    res = CliRunner().invoke(app, ["ab", "--config", str(path), "--trace", "bundled:web12", "--rate", "20",
+                                   "--size-model", "fixed:1000", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output[-2000:]
+    out = json.loads(res.stdout)
     assert out["intervals"] == 6 and out["mlflow_run_id"]
     for key in ("hit_ratio_delta_pp", "p95_delta_ms", "stale_share_delta_pp", "mean_ttl_s", "tenants"):
         assert key in out

@@ -9,12 +9,12 @@ from cachetuner.tenants import TenantWorkload, build_tenant_trace
 
 TINY = {
     "name": "tiny",
-    "duration_s": 360,
+    "duration_s": 240,
     "tenants": [
         {"name": "gold", "qos": "gold", "trace": "synthetic:zipf", "rate": 50, "seed": 1, "n_biz": 2,
-         "params": {"n_requests": 18000, "n_keys": 300, "alpha": 1.2, "sizes": "fixed:1000"}},
+         "params": {"n_requests": 12000, "n_keys": 300, "alpha": 1.2, "sizes": "fixed:1000"}},
         {"name": "bronze", "qos": "bronze", "trace": "synthetic:zipf", "rate": 50, "seed": 3,
-         "params": {"n_requests": 18000, "n_keys": 20000, "alpha": 0.6, "sizes": "fixed:1000"}},
+         "params": {"n_requests": 12000, "n_keys": 20000, "alpha": 0.6, "sizes": "fixed:1000"}},
     ],
 }  # fmt: skip
 
@@ -28,5 +28,5 @@ def test_live_protection_keeps_gold_resident(live_stack: LocalStack) -> None:
     assert bronze["keys_resident_at_end"] < bronze["keys_requested"]
     assert protected["evicted_keys"] > 0
     assert gold["hit_ratio"] > shared["tenants"]["gold"]["hit_ratio"]
-    assert gold["intervals"] >= 5 and len(gold["p95_ms_series"]) == gold["intervals"] + 1, rep
+    assert gold["intervals"] >= 3 and len(gold["p95_ms_series"]) == gold["intervals"] + 1, rep
     assert live_qos_figure(rep) is not None
