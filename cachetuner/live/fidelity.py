@@ -149,7 +149,7 @@ class _Harness:
     def run(self, cfg: RedisConfig, switch_at: int | None = None, cfg2: RedisConfig | None = None) -> dict[str, Any]:
         """:meth:`run_once` ``redis_repeats`` times: the first run's figures, mean hit ratios and diff."""
         runs = [self.run_once(cfg, switch_at, cfg2) for _ in range(self.opts.redis_repeats)]
-        out = runs[0]
+        out = dict(runs[0])
         if len(runs) > 1:
             for key in ("sim_hit_ratio", "redis_hit_ratio"):
                 out[key] = round(float(np.mean([r[key] for r in runs])), 5)
