@@ -83,6 +83,7 @@ from cachetuner.sim.slots import (
 from cachetuner.sim.state import (
     KState,
     copy_state,
+    kernel_array,
     lognormal_table,
     new_state,
     to_kernel,
@@ -305,11 +306,11 @@ class TieredCacheSim:
             whole = start == 0 and stop == n
             K.run_requests(
                 self._kstate,
-                _arr(trace.timestamps, start, stop, whole, np.float64),
-                _arr(trace.keys, start, stop, whole, np.int64),
-                _arr(trace.sizes, start, stop, whole, np.int64),
-                _arr(trace.ops, start, stop, whole, np.uint8),
-                _arr(trace.ttls, start, stop, whole, np.float64),
+                kernel_array(trace.timestamps, start, stop, whole, np.float64),
+                kernel_array(trace.keys, start, stop, whole, np.int64),
+                kernel_array(trace.sizes, start, stop, whole, np.int64),
+                kernel_array(trace.ops, start, stop, whole, np.uint8),
+                kernel_array(trace.ttls, start, stop, whole, np.float64),
                 np.zeros((0, 2)) if record is None else record[: stop - start],
             )
         return start, stop
@@ -444,10 +445,3 @@ class TieredCacheSim:
             miss_cost=float(d[C_BACKEND]) * self.params.cost.miss_cost,
             config=self._config,
         )
-
-
-def _arr(a: np.ndarray, start: int, stop: int, whole: bool, dtype: type) -> np.ndarray:
-    """The kernel's view of ``a[start:stop]``: no copy when it already has the dtype and layout."""
-    if whole and a.dtype == dtype and a.flags.c_contiguous:
-        return a
-    return np.ascontiguousarray(a[start:stop], dtype=dtype)

@@ -152,6 +152,13 @@ def to_kernel(s: KState) -> KernelState:
     return ks
 
 
+def kernel_array(a: np.ndarray, start: int, stop: int, whole: bool, dtype: type) -> np.ndarray:
+    """The kernel's view of a trace array ``a[start:stop]``: no copy when it already has the dtype and layout."""
+    if whole and a.dtype == dtype and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a[start:stop], dtype=dtype)
+
+
 def key_hashes(n: int, salt: int) -> np.ndarray:
     """A seeded random 64-bit hash per key id (splitmix64 of ``id ^ salt``), as int64 bits.
 
