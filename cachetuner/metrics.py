@@ -26,8 +26,25 @@ import numpy as np
 from cachetuner.config import RedisConfig
 
 
+class _HitRatios:
+    """Ratios shared by a whole interval and a tenant's share of it (one definition of each)."""
+
+    gets: int
+    hits: int
+    byte_requests: int
+    byte_hits: int
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.hits / self.gets if self.gets else 0.0
+
+    @property
+    def byte_hit_ratio(self) -> float:
+        return self.byte_hits / self.byte_requests if self.byte_requests else 0.0
+
+
 @dataclass
-class TenantMetrics:
+class TenantMetrics(_HitRatios):
     """One tenant's share of an interval (multi-tenant workloads; ``MetricsSnapshot.tenants``)."""
 
     gets: int = 0
@@ -38,20 +55,12 @@ class TenantMetrics:
     latency_p95_ms: float = 0.0
 
     @property
-    def hit_ratio(self) -> float:
-        return self.hits / self.gets if self.gets else 0.0
-
-    @property
-    def byte_hit_ratio(self) -> float:
-        return self.byte_hits / self.byte_requests if self.byte_requests else 0.0
-
-    @property
     def stale_share(self) -> float:
         return self.stale_hits / self.hits if self.hits else 0.0
 
 
 @dataclass
-class MetricsSnapshot:
+class MetricsSnapshot(_HitRatios):
     """What happened during one tuning interval, plus the state at its end."""
 
     interval_s: float
@@ -83,14 +92,6 @@ class MetricsSnapshot:
     stale: bool = False        # live path: metrics were missing or NaN; values are the last known
     stale_hits: int = 0        # hits served stale (cachetuner.ttl: written before a source update)
     tenants: dict[str, TenantMetrics] = field(default_factory=dict)  # per tenant, when the workload has them
-
-    @property
-    def hit_ratio(self) -> float:
-        return self.hits / self.gets if self.gets else 0.0
-
-    @property
-    def byte_hit_ratio(self) -> float:
-        return self.byte_hits / self.byte_requests if self.byte_requests else 0.0
 
     @property
     def l2_hit_ratio(self) -> float:
