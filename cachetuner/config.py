@@ -86,3 +86,22 @@ class RedisConfig(BaseModel):
     def evolve(self, **changes: object) -> RedisConfig:
         """A copy with ``changes`` applied and validated."""
         return RedisConfig(**{**self.model_dump(), **changes})  # type: ignore[arg-type]
+
+
+class TenantTarget(BaseModel):
+    """A per-tenant p95 target (multi-tenant workloads: ``MetricsSnapshot.tenants``), used by the env's
+    reward (``reward.tenant_slo``) and the daemon's SLO guard (``slo.tenants``).
+
+    Why per tenant: one cache-wide p95 lets the bronze tenant's misses hide a gold breach, or the
+    reverse; the QoS classes of the cache-architecture design give gold 80 ms, silver 120 ms and
+    bronze 200 ms. ``weight`` scales the breach penalty (e.g. gold 3, bronze 0.5)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    p95_ms: float = Field(gt=0, description="the tenant's p95 ceiling (gold 80, silver 120, bronze 200 in the design)")
+    weight: float = Field(1.0, ge=0, description="breach penalty multiplier (reward); the daemon treats any breach alike")
+    min_gets: int = Field(20, ge=0, description="judge the tenant only on intervals with at least this many of its GETs")
+
+    def breached(self, gets: int, p95_ms: float) -> bool:
+        """True when an interval with ``gets`` of this tenant's GETs and ``p95_ms`` breaks the target."""
+        return gets >= self.min_gets and p95_ms == p95_ms and p95_ms > self.p95_ms

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cachetuner.config import REDIS_POLICIES, Policy
+from cachetuner.config import REDIS_POLICIES, Policy, TenantTarget
 from cachetuner.yamlconfig import load_model
 
 #: Guard names in the default order: cheap vetoes first, clamps next, then time and SLO vetoes.
@@ -55,6 +55,9 @@ class SLO(BaseModel):
     min_hit_ratio: float | None = Field(None, ge=0, le=1)
     max_evictions_per_s: float | None = Field(None, ge=0)
     min_gets: int = Field(20, ge=0, description="hit ratio is only judged on intervals with at least this many gets")
+    tenants: dict[str, TenantTarget] = Field(
+        default_factory=dict, description="per-tenant p95 ceilings (the replayer's tenant label, read back with PromQL)"
+    )
 
 
 class RollbackConfig(BaseModel):

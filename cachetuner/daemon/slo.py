@@ -35,6 +35,10 @@ def evaluate_slo(slo: SLO, snap: MetricsSnapshot | None) -> SLOReport:
         breaches.append(f"p95 {snap.latency_p95_ms:.2f} ms > {slo.p95_latency_ms:g} ms")
     if slo.min_hit_ratio is not None and snap.gets >= slo.min_gets and snap.hit_ratio < slo.min_hit_ratio:
         breaches.append(f"hit ratio {snap.hit_ratio:.3f} < {slo.min_hit_ratio:g}")
+    for name, target in slo.tenants.items():
+        t = snap.tenants.get(name)
+        if t is not None and target.breached(t.gets, t.latency_p95_ms):
+            breaches.append(f"tenant {name} p95 {t.latency_p95_ms:.2f} ms > {target.p95_ms:g} ms")
     if slo.max_evictions_per_s is not None and snap.interval_s > 0:
         rate = snap.evictions / snap.interval_s
         if rate > slo.max_evictions_per_s:

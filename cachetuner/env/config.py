@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cachetuner.config import REDIS_POLICIES, Policy, RedisConfig
+from cachetuner.config import REDIS_POLICIES, Policy, RedisConfig, TenantTarget
 from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.mrc.config import MRCConfig
@@ -164,6 +164,10 @@ class RewardConfig(BaseModel):
     miss_cost: float = Field(1.0, gt=0, description="cost units per backend (inference) call")
     slo_penalty: float = Field(1000.0, ge=0, description="cost units per interval whose p95 exceeds the SLO")
     switch_cost: float = Field(50.0, ge=0, description="cost units per config change")
+    tenant_slo: dict[str, TenantTarget] = Field(
+        default_factory=dict, description="per tenant (MetricsSnapshot.tenants name): p95 target; each breach adds "
+        "weight x slo_penalty to the interval's slo cost"
+    )
     normalise: bool = Field(True, description="divide by miss_cost * gets of the interval (scale-free reward)")
     clip: float = Field(10.0, gt=0, description="reward is clipped to [-clip, clip]")
     w_hit: float = Field(0.6, description="seed reward: weight of the hit-ratio change")

@@ -4,7 +4,7 @@
 
     memory = memory_cost_per_gb_hour * GiB(maxmemory held) * interval_s / 3600
     miss   = miss_cost * backend_calls          backend_calls = L1 misses not served by L2
-    slo    = slo_penalty * [p95 > slo_p95_ms]
+    slo    = slo_penalty * ([p95 > slo_p95_ms] + sum over tenant_slo of weight * [tenant p95 > its target])
     switch = switch_cost * [config differs from the previous interval's]
     reward = -(memory + miss + slo + switch) / (miss_cost * max(gets, 1))   (normalise=True)
 
@@ -43,6 +43,10 @@ def interval_cost(
     miss = cfg.miss_cost * backend_calls
     p95 = snap.latency_p95_ms
     slo = cfg.slo_penalty if (math.isfinite(p95) and p95 > slo_p95_ms) else 0.0
+    for name, target in cfg.tenant_slo.items():
+        t = snap.tenants.get(name)
+        if t is not None and target.breached(t.gets, t.latency_p95_ms):
+            slo += target.weight * cfg.slo_penalty
     switch = cfg.switch_cost if changed else 0.0
     return {"memory": memory, "miss": miss, "slo": slo, "switch": switch, "total": memory + miss + slo + switch}
 

@@ -97,6 +97,33 @@ def test_slo_terms() -> None:
     assert evaluate_slo(slo, MetricsSnapshot(interval_s=2.0, gets=5, hits=0)).ok  # too few gets to judge hit ratio
 
 
+def test_slo_per_tenant_targets(tmp_path) -> None:
+    """A gold breach is a breach even when the cache-wide p95 is fine; bronze within its own target is not."""
+    from cachetuner.config import TenantTarget
+    from cachetuner.metrics import TenantMetrics
+
+    slo = SLO(p95_latency_ms=150, tenants={"gold": TenantTarget(p95_ms=80), "bronze": TenantTarget(p95_ms=200)})
+    tenants = {"gold": TenantMetrics(gets=100, hits=60, latency_p95_ms=95.0),
+               "bronze": TenantMetrics(gets=300, hits=90, latency_p95_ms=190.0)}
+    rep = evaluate_slo(slo, MetricsSnapshot(interval_s=2.0, gets=400, hits=150, latency_p95_ms=120, tenants=tenants))
+    assert rep.breached and rep.breaches == ["tenant gold p95 95.00 ms > 80 ms"]
+    tenants["gold"] = TenantMetrics(gets=5, hits=0, latency_p95_ms=900.0)  # too few of its gets to judge
+    assert evaluate_slo(slo, MetricsSnapshot(interval_s=2.0, gets=305, hits=90, latency_p95_ms=120, tenants=tenants)).ok
+    from pathlib import Path
+
+    import yaml
+
+    from cachetuner.daemon.config import load_daemon_config
+
+    cfg = yaml.safe_load((Path(__file__).parents[2] / "experiments" / "daemon.yaml").read_text())
+    cfg["targets"][0]["slo"]["tenants"] = {"gold": {"p95_ms": -1}}
+    bad = tmp_path / "daemon.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ConfigError, match=r"daemon.yaml.*slo\.tenants\.gold\.p95_ms") as e:
+        load_daemon_config(bad)
+    assert "\n" not in str(e.value)
+
+
 def test_final_check_raises() -> None:
     with pytest.raises(OutOfBoundsError, match="maxmemory 0 outside"):
         assert_in_bounds(CUR.evolve(maxmemory=0), BOUNDS, "t")

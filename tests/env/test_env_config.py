@@ -76,3 +76,19 @@ def test_unknown_trace_names_the_workload_field() -> None:
     with pytest.raises(ConfigError, match=r"env\.workloads\.1\.trace \(synthetic:nope\): .*valid"):
         CacheTuningEnv(small_cfg(workloads=[{"trace": "synthetic:zipf", "params": {"n_keys": 100, "n_requests": 1000}},
                                             {"trace": "synthetic:nope"}]))
+
+
+def test_reward_charges_each_tenant_breach_by_its_weight() -> None:
+    """reward.tenant_slo: a gold breach costs weight x slo_penalty even when the cache-wide p95 is fine."""
+    from cachetuner.env.config import RewardConfig
+    from cachetuner.env.reward import interval_cost
+    from cachetuner.metrics import MetricsSnapshot, TenantMetrics
+
+    rw = RewardConfig.model_validate({"slo_penalty": 10.0, "memory_cost_per_gb_hour": 0.0, "miss_cost": 1.0,
+                                      "tenant_slo": {"gold": {"p95_ms": 80, "weight": 3}, "bronze": {"p95_ms": 200}}})
+    tenants = {"gold": TenantMetrics(gets=100, hits=50, latency_p95_ms=95.0),
+               "bronze": TenantMetrics(gets=100, hits=20, latency_p95_ms=250.0)}
+    snap = MetricsSnapshot(interval_s=10.0, gets=200, hits=70, misses=130, latency_p95_ms=120.0, tenants=tenants)
+    cost = interval_cost(snap, changed=False, cfg=rw, slo_p95_ms=150.0)
+    assert cost["slo"] == 3 * 10.0 + 1 * 10.0 and cost["miss"] == 130.0
+    assert interval_cost(snap, changed=False, cfg=RewardConfig(slo_penalty=10.0), slo_p95_ms=150.0)["slo"] == 0.0
