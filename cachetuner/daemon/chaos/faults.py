@@ -67,12 +67,15 @@ class Fault:
     name: ClassVar[str]
     #: The fault ends the daemon on purpose (no recovery wait, no fresh decision expected after it).
     stops_daemon: ClassVar[bool] = False
+    #: The shortest hold that lets the fault show at all, whatever ``--duration-per-fault`` says.
+    min_duration_s: ClassVar[float] = 0.0
 
     def run(self, ctx: ChaosRun, w: FaultWindow) -> None:
-        """Inject, hold for ``ctx.duration`` seconds, recover (also when the wait is interrupted)."""
+        """Inject, hold for ``ctx.duration`` seconds (at least :attr:`min_duration_s`), recover (also
+        when the wait is interrupted)."""
         self.inject(ctx, w)
         try:
-            time.sleep(ctx.duration)
+            time.sleep(max(ctx.duration, self.min_duration_s))
         finally:
             self.recover(ctx, w)
 
@@ -140,6 +143,10 @@ class RedisUnreachable(_Stopped):
 
     name = "redis_unreachable"
     process = "redis"
+    #: A hung server is only seen when a call times out: a daemon step that is already inside a metrics
+    #: read (the live backend's 5 s socket timeout) when Redis stops, or slow on a loaded machine, would
+    #: see no failure in a shorter hold (a 4 s hold was missed once in CI on 2 busy cores).
+    min_duration_s: ClassVar[float] = 7.0
 
     def judge(self, w: FaultWindow, ev: WindowEvidence) -> dict[str, bool]:
         return {"unreachable_reported": "unreachable" in ev.events}
