@@ -18,7 +18,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,17 +25,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sweeptest_support import BIN, TINY_ENV
 
 REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-TINY_ENV = {
-    "interval_s": 10, "episode_intervals": 12, "warmup_intervals": 1,
-    "workloads": [{"trace": "synthetic:zipf", "name": "zipf", "rate": 200, "seed": 1,
-                   "params": {"n_requests": 30000, "n_keys": 3000, "alpha": 0.9}}],
-    "bounds": {"min_fraction": 0.05, "max_fraction": 1.0, "initial_fraction": 0.25},
-    "actions": {"space": "discrete12"}, "whatif": {"enabled": False},
-}
 
 
 def _free_port() -> int:

@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import yaml
-
-BIN = Path(sys.executable).parent
-
-TINY_ENV = {
-    "interval_s": 10, "episode_intervals": 12, "warmup_intervals": 1,
-    "workloads": [{"trace": "synthetic:zipf", "name": "zipf", "rate": 200, "seed": 1,
-                   "params": {"n_requests": 30000, "n_keys": 3000, "alpha": 0.9}}],
-    "bounds": {"min_fraction": 0.05, "max_fraction": 1.0, "initial_fraction": 0.25},
-    "actions": {"space": "discrete12"}, "whatif": {"enabled": False},
-}
+from sweeptest_support import BIN, TINY_ENV
 
 
 def test_ctrl_c_stops_the_trials_and_leaves_no_run_running(tmp_path: Path) -> None:
