@@ -26,6 +26,19 @@ def _pick(values: list, i: int, n: int, name: str, default: object) -> object:
     return default if v in ("-", "", 0, 0.0) else v  # "-" (or a 0 rate): this trace's default
 
 
+def _publish(report: dict, fig: object, figure: object, *, track: bool, json_out: bool) -> bool:
+    """Save the figure where asked, log report + figure to MLflow, print the JSON; True when the JSON was
+    the output (no table follows). One path for the simulated and the live QoS experiment."""
+    from cachetuner.tenants.qos import log_qos
+
+    if figure:
+        fig.savefig(figure, dpi=110, bbox_inches="tight")  # type: ignore[attr-defined]
+    report["mlflow_run_id"] = log_qos(report, fig) if track else None
+    if json_out:
+        emit_json(report)
+    return json_out
+
+
 def _wide(table: Table) -> None:
     """Piped output gets rich's 80 columns by default: too narrow for these tables."""
     (out if out.is_terminal and out.width >= 150 else Console(width=160)).print(table)
@@ -122,7 +135,7 @@ def tenants_cmd(
 ) -> None:
     """Per-class memory protection under memory pressure: per-tenant hit ratio, p95 and stale share."""
     from cachetuner.tenants import load_tenant_workload
-    from cachetuner.tenants.qos import log_qos, qos_experiment, qos_figure
+    from cachetuner.tenants.qos import qos_experiment, qos_figure
 
     trace = load_tenant_workload(workload)
     if stack_dir is not None:
@@ -131,12 +144,7 @@ def tenants_cmd(
         with console.status(f"replaying {trace.name} into the live stack, 2 scenarios x {trace.duration / speedup:.0f} s"):
             live = live_qos_experiment(trace, stack_dir, policy=policy, memory_share=memory, interval_s=interval,
                                        warmup=warmup, speedup=speedup)  # fmt: skip
-        fig = live_qos_figure(live)
-        if figure:
-            fig.savefig(figure, dpi=110, bbox_inches="tight")
-        live["mlflow_run_id"] = log_qos(live, fig) if track else None
-        if json_out:
-            emit_json(live)
+        if _publish(live, live_qos_figure(live), figure, track=track, json_out=json_out):
             return
         table = Table(title=f"live {trace.name}: maxmemory {live['maxmemory']:,} B, x{speedup:g}, after {warmup} intervals")
         for c in ("scenario", "tenant", "hit ratio", "p95 ms (mean)", "p95 met", "keys resident / requested"):
@@ -154,12 +162,7 @@ def tenants_cmd(
             trace, policy=policy, memory_share=memory, interval_s=interval, warmup=warmup,
             on_scenario=lambda done, total, what: bar.update(task, completed=done, total=total, description=what),
         )  # fmt: skip
-    fig = qos_figure(runs, warmup)
-    if figure:
-        fig.savefig(figure, dpi=110, bbox_inches="tight")
-    report["mlflow_run_id"] = log_qos(report, fig) if track else None
-    if json_out:
-        emit_json(report)
+    if _publish(report, qos_figure(runs, warmup), figure, track=track, json_out=json_out):
         return
     table = Table(title=f"{trace.name}: maxmemory {report['maxmemory']:,} B, policy {policy}, after {warmup} intervals")
     for c in ("scenario", "tenant", "hit ratio", "byte hit", "p95 ms (mean)", "p95 met", "stale share", "share of misses"):
