@@ -1,9 +1,11 @@
-"""Action spaces: how an integer action becomes a bounded :class:`RedisConfig`.
+"""Action spaces: how an integer action becomes a bounded :class:`RedisConfig` (and client TTL multipliers).
 
 One small codec per space, registered by name in :data:`ACTION_SPACES` (``EnvConfig.actions.space``).
 Memory moves are *relative* (a multiplicative step of the current ``maxmemory``) so that one policy
 works across workloads whose working sets differ by orders of magnitude; policies and timeouts are
-absolute choices.
+absolute choices. The optional TTL dimensions decode into a :class:`~cachetuner.ttl.knobs.ClientTTL`
+by :meth:`ActionCodec.decode_ttl`, separately from the config: they are a client setting, never a
+``CONFIG SET``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from gymnasium import spaces
 
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import DISCRETE12_POLICIES, ActionConfig
+from cachetuner.errors import ConfigError
 from cachetuner.registry import Registry
+from cachetuner.ttl.knobs import QOS_ORDER, ClientTTL
+
+#: ``_choices`` name of the shared TTL dimension; per-class ones are ``ttl:CLASS``.
+TTL_SHARED = "ttl"
 
 
 class ActionCodec(Protocol):
@@ -27,6 +34,10 @@ class ActionCodec(Protocol):
         self, action: Any, current: RedisConfig, bounds: tuple[int, int], anchor: RedisConfig | None = None
     ) -> RedisConfig:
         """``anchor``: the MRC-optimal config of the last interval (``mrc-offset`` moves relative to it)."""
+        ...
+
+    def decode_ttl(self, action: Any, current: ClientTTL) -> ClientTTL:
+        """The client TTL multipliers the action stands for (``current`` when the space has no TTL dimension)."""
         ...
 
     def describe(self) -> str:
@@ -59,8 +70,16 @@ def _check(space: spaces.Space, action: Any) -> np.ndarray:
     return arr
 
 
+def _no_ttl(cfg: ActionConfig, space: str) -> None:
+    if cfg.ttl_multipliers:
+        raise ConfigError(f"env.actions.ttl_multipliers: needs space 'multidiscrete', not {space!r}")
+
+
 class MultiDiscreteCodec:
-    """``[memory step, policy, timeout, (samples), (lfu-log-factor), (lfu-decay-time)]``."""
+    """``[memory step, policy, timeout, (samples), (lfu-log-factor), (lfu-decay-time), (TTL multipliers)]``.
+
+    TTL dimensions come last (one ``ttl`` shared by every class, or one ``ttl:CLASS`` per class of
+    ``ttl_classes``) so that the other dimensions keep their indices."""
 
     def __init__(self, cfg: ActionConfig) -> None:
         self.cfg = cfg
@@ -76,6 +95,9 @@ class MultiDiscreteCodec:
         ):
             if values:
                 self._choices.append((field, list(values)))
+        if cfg.ttl_multipliers:
+            names = [f"{TTL_SHARED}:{c}" for c in cfg.ttl_classes] or [TTL_SHARED]
+            self._choices += [(n, list(cfg.ttl_multipliers)) for n in names]
         self.space = spaces.MultiDiscrete([len(v) for _, v in self._choices], dtype=np.int64)
 
     def decode(
@@ -86,9 +108,19 @@ class MultiDiscreteCodec:
         for (field, values), i in zip(self._choices, arr.tolist(), strict=True):
             if field == "memory":
                 changes["maxmemory"] = move_memory(current.maxmemory, values[i], bounds)
-            else:
+            elif not field.startswith(TTL_SHARED):
                 changes[field] = values[i]
         return current.evolve(**changes)
+
+    def decode_ttl(self, action: Any, current: ClientTTL) -> ClientTTL:
+        arr = _check(self.space, action)
+        changes: dict[str, float] = {}
+        for (field, values), i in zip(self._choices, arr.tolist(), strict=True):
+            if field == TTL_SHARED:
+                changes.update(dict.fromkeys(QOS_ORDER, float(values[i])))
+            elif field.startswith(TTL_SHARED + ":"):
+                changes[field.split(":", 1)[1]] = float(values[i])
+        return current.evolve(**changes) if changes else current
 
     def describe(self) -> str:
         return "MultiDiscrete(" + ", ".join(f"{f}={v}" for f, v in self._choices) + ")"
@@ -99,6 +131,7 @@ class Discrete12Codec:
     ``discrete_step`` and policy in :data:`DISCRETE12_POLICIES`; the timeout is left unchanged."""
 
     def __init__(self, cfg: ActionConfig) -> None:
+        _no_ttl(cfg, "discrete12")
         self.cfg = cfg
         self.moves = (-cfg.discrete_step, 0.0, cfg.discrete_step)
         self.policies = DISCRETE12_POLICIES
@@ -113,6 +146,9 @@ class Discrete12Codec:
             maxmemory=move_memory(current.maxmemory, self.moves[move], bounds),
             maxmemory_policy=self.policies[policy],
         )
+
+    def decode_ttl(self, action: Any, current: ClientTTL) -> ClientTTL:
+        return current
 
     def describe(self) -> str:
         return f"Discrete(12) = 3 moves {self.moves} x 4 policies {list(self.policies)}"
@@ -129,6 +165,7 @@ class MRCOffsetCodec:
     """
 
     def __init__(self, cfg: ActionConfig) -> None:
+        _no_ttl(cfg, "mrc-offset")
         self.cfg = cfg
         self.offsets = list(cfg.mrc_offsets)
         self.space = spaces.Discrete(1 + len(self.offsets))
@@ -142,6 +179,9 @@ class MRCOffsetCodec:
         lo, hi = bounds
         size = anchor.maxmemory * self.cfg.offset_factor ** self.offsets[a - 1]
         return current.evolve(maxmemory=int(min(max(round(size), lo), hi)), maxmemory_policy=anchor.maxmemory_policy)
+
+    def decode_ttl(self, action: Any, current: ClientTTL) -> ClientTTL:
+        return current
 
     def describe(self) -> str:
         return f"Discrete({self.space.n}) = keep | MRC optimum x {self.cfg.offset_factor}^{self.offsets}"

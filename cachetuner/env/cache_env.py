@@ -23,6 +23,7 @@ from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.decide import MRCDecider
 from cachetuner.mrc.estimator import MRCEstimator, fixed_bytes
 from cachetuner.space import ConfigSpace
+from cachetuner.ttl.knobs import ClientTTL, ClientTTLBackend
 
 
 class CacheTuningEnv(gym.Env):
@@ -45,6 +46,10 @@ class CacheTuningEnv(gym.Env):
     ``discrete12`` (``CacheTuner/SimRedisDiscrete-v0``): ``Discrete(12)``, ``a = 4 * move + policy``
     with move in (down, hold, up) by ``discrete_step`` (25 %) and policy in (allkeys-lru,
     allkeys-lfu, volatile-lru, volatile-ttl); the timeout is left unchanged.
+    ``actions.ttl_multipliers`` (multidiscrete only) appends client-side TTL dimensions: one shared
+    multiplier, or one per class of ``actions.ttl_classes``. They set :attr:`client_ttl` (a
+    :class:`~cachetuner.ttl.knobs.ClientTTL`, never part of the :class:`RedisConfig`), which multiplies
+    the TTL of every write of the next interval (SETs and read-through fills) by its QoS class's factor.
     Baselines may bypass actions with :meth:`step_config` (same bounds, same reward).
 
     ## Observation Space
@@ -70,11 +75,13 @@ class CacheTuningEnv(gym.Env):
 
     What-if features come from persistent mini simulations on a ~1 % spatial key sample
     (:class:`~cachetuner.env.whatif.WhatIfEstimator`); they are absent when ``whatif.enabled`` is off.
+    With TTL dimensions, the multipliers in force come last (log position between the smallest and
+    the largest choice, [0, 1]); without, the observation is unchanged.
 
     ## Rewards
     ``cost`` (default): minus the interval's operating cost (memory held + backend calls + SLO
-    breach + config switch), divided by ``miss_cost * gets`` so it reads as "miss ratio plus
-    memory cost per get". ``seed``: the seed design's ``0.6 dHR + 0.3 log(1/dLatency) - 0.1 dMemUtil``.
+    breach + config switch, + stale hits when ``reward.stale_cost`` > 0), divided by ``miss_cost * gets``
+    so it reads as "miss ratio plus memory cost per get". A client TTL change is not a switch. ``seed``: the seed design's ``0.6 dHR + 0.3 log(1/dLatency) - 0.1 dMemUtil``.
     See :mod:`cachetuner.env.reward`. ``info["cost"]`` carries the unnormalised terms.
 
     ## Episode End
@@ -92,8 +99,13 @@ class CacheTuningEnv(gym.Env):
     pins the traffic (evaluation on identical windows).
 
     ``info`` of reset and step: ``snapshot`` (MetricsSnapshot), ``cost`` (dict), ``config``
-    (RedisConfig in force during the interval), ``whatif`` (label -> hit ratio), ``workload`` (name),
-    and on steps that changed the config ``apply`` (ApplyResult).
+    (RedisConfig in force during the interval), ``client_ttl`` (ClientTTL in force during it),
+    ``whatif`` (label -> hit ratio), ``workload`` (name), and on steps that changed the config
+    ``apply`` (ApplyResult).
+
+    Client TTL multipliers (the action dimensions or a non-default ``client_ttl``) need a backend that
+    implements :class:`~cachetuner.ttl.knobs.ClientTTLBackend` (the simulated one); any other backend is
+    refused with a one-line ConfigError naming the field.
     """
 
     metadata = {"render_modes": []}
@@ -123,6 +135,13 @@ class CacheTuningEnv(gym.Env):
 
             backend = SimBackend(cfg)
         self.backend = backend
+        if cfg.client_ttl_used and not isinstance(backend, ClientTTLBackend):
+            field = "env.actions.ttl_multipliers" if cfg.actions.ttl_enabled else "env.client_ttl"
+            raise ConfigError(
+                f"{field}: {type(backend).__name__} cannot apply client-side TTL multipliers "
+                "(only the simulated backend can); remove it for this backend"
+            )
+        self._client_ttl: ClientTTL = cfg.client_ttl
         self._codec = make_action_codec(cfg.actions)
         self._reward_fn = get_reward_fn(cfg.reward.kind)
         self.action_space = self._codec.space
@@ -189,6 +208,11 @@ class CacheTuningEnv(gym.Env):
         return self.mrc.curves() if self.mrc is not None else None
 
     @property
+    def client_ttl(self) -> ClientTTL:
+        """The client-side TTL multipliers in force (applied to writes, never sent with CONFIG SET)."""
+        return self._client_ttl
+
+    @property
     def anchor(self) -> RedisConfig | None:
         """The config the cost curve says is cheapest now (``None`` until the curves are ready)."""
         return self._anchor
@@ -235,6 +259,9 @@ class CacheTuningEnv(gym.Env):
             self.backend.reset(seed=bseed)
         facts = backend_facts(self.backend)
         self._bounds = self._resolve_bounds()
+        self._client_ttl = self.cfg.client_ttl
+        if isinstance(self.backend, ClientTTLBackend):
+            self.backend.set_client_ttl(self._client_ttl)
         config = self.backend.config
         if self.cfg.whatif.enabled:
             self.whatif = WhatIfEstimator(
@@ -268,16 +295,23 @@ class CacheTuningEnv(gym.Env):
         return self._observe(snap, config), self._info(snap, cost, config)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        return self._step_with(self.decode_action(action))
+        return self._step_with(self.decode_action(action), self.decode_client_ttl(action))
 
-    def step_config(self, config: RedisConfig) -> tuple[np.ndarray, float, bool, bool, dict]:
+    def step_config(
+        self, config: RedisConfig, client_ttl: ClientTTL | None = None
+    ) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Step with a configuration chosen directly (baselines); maxmemory and timeout are clipped to
-        the same bounds as actions, and the reward is the same."""
-        return self._step_with(clip_config(config, self.bounds, self.cfg.actions))
+        the same bounds as actions, and the reward is the same. ``client_ttl``: the TTL multipliers for
+        the interval (``None`` keeps those in force)."""
+        return self._step_with(clip_config(config, self.bounds, self.cfg.actions), client_ttl)
 
     def decode_action(self, action: Any) -> RedisConfig:
         """The bounded, validated config an action stands for, relative to the current config."""
         return self._codec.decode(action, self.backend.config, self.bounds, self._anchor)
+
+    def decode_client_ttl(self, action: Any) -> ClientTTL:
+        """The client TTL multipliers an action stands for (those in force without TTL dimensions)."""
+        return self._codec.decode_ttl(action, self._client_ttl)
 
     def render(self) -> None:
         return None
@@ -305,9 +339,19 @@ class CacheTuningEnv(gym.Env):
             self._update_anchor(snap)
         return snap
 
-    def _step_with(self, config: RedisConfig) -> tuple[np.ndarray, float, bool, bool, dict]:
+    def _step_with(
+        self, config: RedisConfig, client_ttl: ClientTTL | None = None
+    ) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self._done or self._prev is None:
             raise BackendError("CacheTuningEnv: episode is over (or never started); call reset()")
+        if client_ttl is not None and client_ttl != self._client_ttl:
+            if not isinstance(self.backend, ClientTTLBackend):
+                raise ConfigError(
+                    f"client_ttl: {type(self.backend).__name__} cannot apply client-side TTL multipliers "
+                    "(only the simulated backend can)"
+                )
+            self.backend.set_client_ttl(client_ttl)
+            self._client_ttl = client_ttl
         before = self.backend.config
         result = None
         if config != before:
@@ -332,7 +376,7 @@ class CacheTuningEnv(gym.Env):
     def _observe(self, snap: MetricsSnapshot, config: RedisConfig) -> np.ndarray:
         est = self.whatif.last if self.whatif is not None else None
         extra = mrc_features(self, config) if self.cfg.observation.mrc_features else None
-        return self._obs.build(snap, config, self.bounds, est, extra)
+        return self._obs.build(snap, config, self.bounds, est, extra, self._client_ttl)
 
     def _episode_reward(self, seed: int) -> Any:
         """The reward config of this episode: the memory price times a log-uniform factor when
@@ -369,6 +413,7 @@ class CacheTuningEnv(gym.Env):
             "snapshot": snap,
             "cost": cost,
             "config": config,
+            "client_ttl": self._client_ttl,
             "whatif": self.whatif.last if self.whatif is not None else {},
             "workload": self.workload,
             "step": self._steps,

@@ -9,13 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from cachetuner.config import REDIS_POLICIES, Policy, RedisConfig, TenantTarget
 from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.sim.params import SimParams
+from cachetuner.ttl.base import make_ttl_policy
+from cachetuner.ttl.knobs import ClientTTL
 from cachetuner.yamlconfig import load_model
 
 _GIB = 1024**3
@@ -27,12 +29,15 @@ DEFAULT_WORKLOAD_PARAMS: dict[str, Any] = {"n_keys": 50_000, "n_requests": 1_500
 #: The seed design's four policies of the ``discrete12`` action space (3 memory moves x 4 policies).
 DISCRETE12_POLICIES: tuple[Policy, ...] = ("allkeys-lru", "allkeys-lfu", "volatile-lru", "volatile-ttl")
 
+QosClass = Literal["gold", "silver", "bronze"]
+
 
 class WorkloadSpec(BaseModel):
-    """One workload: a trace file or ``synthetic:NAME``, read once with :func:`cachetuner.traces.read_trace`.
+    """One workload: a trace file or ``synthetic:NAME``, read once with :func:`cachetuner.traces.read_trace`,
+    or a multi-tenant workload YAML (``format: tenants``, :func:`cachetuner.tenants.load_tenant_workload`).
 
-    Arguments other than ``trace``/``name``/``weight`` are passed to ``read_trace`` unchanged
-    (``None`` = the reader's default).
+    Arguments other than ``trace``/``name``/``weight``/``ttl`` are passed to ``read_trace`` unchanged
+    (``None`` = the reader's default; a tenant workload takes none of them).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,6 +51,20 @@ class WorkloadSpec(BaseModel):
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
     params: dict[str, Any] = Field(default_factory=dict, description="synthetic workload parameters")
     weight: float = Field(1.0, gt=0, description="sampling weight among workloads at reset")
+    ttl: str | None = Field(
+        None, description="client-side TTL policy spec applied at load (cachetuner.ttl, e.g. fixed:300; QoS class "
+        "factors included); None = the trace's own TTLs"
+    )
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl_policy(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                make_ttl_policy(v)
+            except ConfigError as e:
+                raise ValueError(str(e).removeprefix("ttl: ")) from None
+        return v
 
     @property
     def label(self) -> str:
@@ -106,9 +125,15 @@ class MemoryBounds(BaseModel):
 class ActionConfig(BaseModel):
     """What the agent may change each interval.
 
-    ``multidiscrete``: ``[memory move, policy, timeout, (samples), (lfu-log-factor), (lfu-decay-time)]``;
-    the last three only when their choice lists are set. ``discrete12``: the seed design's
-    ``3 memory moves {down, hold, up} x 4 policies`` (:data:`DISCRETE12_POLICIES`), timeout unchanged.
+    ``multidiscrete``: ``[memory move, policy, timeout, (samples), (lfu-log-factor), (lfu-decay-time),
+    (TTL multiplier...)]``; the optional ones only when their choice lists are set. ``discrete12``: the
+    seed design's ``3 memory moves {down, hold, up} x 4 policies`` (:data:`DISCRETE12_POLICIES`), timeout
+    unchanged.
+
+    ``ttl_multipliers`` adds client-side TTL dimensions (:class:`~cachetuner.ttl.knobs.ClientTTL`): the
+    factor every write's TTL is multiplied by, applied by the client, never by ``CONFIG SET``. One shared
+    dimension, or one per class of ``ttl_classes``. Off (empty) by default, so existing models keep
+    their action and observation shapes.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -131,6 +156,33 @@ class ActionConfig(BaseModel):
         description="mrc-offset: size offsets from the MRC optimum, in steps of offset_factor (plus 'keep')",
     )
     offset_factor: float = Field(1.25, gt=1, description="mrc-offset: one offset step, as a size factor")
+    ttl_multipliers: list[float] = Field(
+        default_factory=list, description="client-side TTL multiplier choices (x each write's TTL); empty = no TTL dimension"
+    )
+    ttl_classes: list[QosClass] = Field(
+        default_factory=list, description="one TTL dimension per listed QoS class; empty = one shared by every class"
+    )
+
+    @field_validator("ttl_multipliers")
+    @classmethod
+    def _ttl_multipliers(cls, v: list[float], info: ValidationInfo) -> list[float]:
+        if any(not (0 < m <= 100) for m in v):  # also rejects NaN
+            raise ValueError("every multiplier must be within (0, 100]")
+        if len(set(v)) != len(v):
+            raise ValueError("has duplicates")
+        space = info.data.get("space", "multidiscrete")
+        if v and space != "multidiscrete":
+            raise ValueError(f"needs space 'multidiscrete' (got {space!r})")
+        return v
+
+    @field_validator("ttl_classes")
+    @classmethod
+    def _ttl_classes(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("has duplicates")
+        if v and not info.data.get("ttl_multipliers"):
+            raise ValueError("needs ttl_multipliers (the choices of each class's dimension)")
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> ActionConfig:
@@ -143,6 +195,11 @@ class ActionConfig(BaseModel):
         if self.samples is not None and any(not 1 <= s <= 64 for s in self.samples):
             raise ValueError("samples must be within 1..64")
         return self
+
+    @property
+    def ttl_enabled(self) -> bool:
+        """True when the action has TTL dimensions."""
+        return bool(self.ttl_multipliers)
 
 
 class RewardConfig(BaseModel):
@@ -167,6 +224,9 @@ class RewardConfig(BaseModel):
     tenant_slo: dict[str, TenantTarget] = Field(
         default_factory=dict, description="per tenant (MetricsSnapshot.tenants name): p95 target; each breach adds "
         "weight x slo_penalty to the interval's slo cost"
+    )
+    stale_cost: float = Field(
+        0.0, ge=0, description="cost units per stale hit (a hit written before its source's last update); 0 = off"
     )
     normalise: bool = Field(True, description="divide by miss_cost * gets of the interval (scale-free reward)")
     clip: float = Field(10.0, gt=0, description="reward is clipped to [-clip, clip]")
@@ -228,6 +288,10 @@ class EnvConfig(BaseModel):
     initial_config: RedisConfig = Field(
         default_factory=RedisConfig, description="config at reset; maxmemory comes from bounds.initial_*"
     )
+    client_ttl: ClientTTL = Field(
+        default_factory=ClientTTL, description="client-side TTL multipliers per QoS class at reset (held by static "
+        "baselines; the TTL action changes them)"
+    )
     bounds: MemoryBounds = Field(default_factory=MemoryBounds)
     actions: ActionConfig = Field(default_factory=ActionConfig)
     reward: RewardConfig = Field(default_factory=RewardConfig)
@@ -262,6 +326,11 @@ class EnvConfig(BaseModel):
         if self.actions.space == "mrc-offset" and not self.mrc.enabled:
             raise ValueError("actions.space 'mrc-offset' needs mrc.enabled")
         return self
+
+    @property
+    def client_ttl_used(self) -> bool:
+        """True when client-side TTL multipliers can differ from 1 (an action dimension or a static setting)."""
+        return self.actions.ttl_enabled or not self.client_ttl.identity
 
     @classmethod
     def from_yaml(cls, path: str | Path, key: str | None = None) -> EnvConfig:

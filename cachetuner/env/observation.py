@@ -4,6 +4,8 @@ Every feature is scaled to a fixed range (mostly [0, 1], the request rate to [-1
 policy network works across workloads of very different rates and sizes; missing or NaN values
 (a live scrape gap, an interval without gets) become the neutral value 0, never NaN.
 The table of features is in :class:`~cachetuner.env.cache_env.CacheTuningEnv`'s docstring and docs/env.md.
+With TTL action dimensions (``actions.ttl_multipliers``) the client TTL multipliers in force come last,
+one per dimension, so that every other feature keeps its index.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from gymnasium import spaces
 from cachetuner.config import REDIS_POLICIES, RedisConfig
 from cachetuner.env.config import EnvConfig
 from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot
+from cachetuner.ttl.knobs import ClientTTL
 
 #: (name, low, high) of the fixed part of the observation, in order.
 BASE_FEATURES: tuple[tuple[str, float, float], ...] = (
@@ -64,6 +67,23 @@ def _ratio(num: float, den: float) -> float:
     return min(max(num / den, 0.0), 1.0) if den > 0 else 0.0
 
 
+def ttl_feature_names(cfg: EnvConfig) -> list[str]:
+    """``ttl_multiplier`` (one shared dimension) or ``ttl_multiplier:CLASS`` per class; none when off."""
+    a = cfg.actions
+    if not a.ttl_multipliers:
+        return []
+    return [f"ttl_multiplier:{c}" for c in a.ttl_classes] or ["ttl_multiplier"]
+
+
+def ttl_features(cfg: EnvConfig, ttl: ClientTTL) -> list[float]:
+    """Each multiplier's position between the smallest and largest choice on a log scale, [0, 1]
+    (log: 0.5 and 2 are as far from 1; a static value outside the choices is clipped)."""
+    a = cfg.actions
+    lo, hi = math.log(min(a.ttl_multipliers)), math.log(max(a.ttl_multipliers))
+    values = [getattr(ttl, c) for c in a.ttl_classes] or [ttl.mean_factor()]
+    return [_ratio(math.log(v) - lo, hi - lo) for v in values]
+
+
 class ObservationBuilder:
     """Builds the vector and owns the short request-rate history used for volatility."""
 
@@ -73,6 +93,8 @@ class ObservationBuilder:
         self.extra_names = list(extra_names or [])
         feats = list(BASE_FEATURES) + [(f"whatif:{lbl}", 0.0, 1.0) for lbl in self.whatif_labels]
         feats += [(n, 0.0, 1.0) for n in self.extra_names]
+        self.ttl_names = ttl_feature_names(cfg)
+        feats += [(n, 0.0, 1.0) for n in self.ttl_names]
         self.names = [n for n, _, _ in feats]
         self.low = np.array([lo for _, lo, _ in feats], dtype=np.float32)
         self.high = np.array([hi for _, _, hi in feats], dtype=np.float32)
@@ -92,7 +114,9 @@ class ObservationBuilder:
         bounds: tuple[int, int],
         whatif: dict[str, float] | None,
         appended: list[float] | None = None,
+        client_ttl: ClientTTL | None = None,
     ) -> np.ndarray:
+        """``appended``: the values of ``extra_names``; ``client_ttl``: the multipliers in force (TTL features)."""
         oc, slo = self.cfg.observation, self.cfg.slo_p95_ms
         rate = snap.request_rate
         if self.rate_reference <= 0 and rate > 0:  # no reference known: the first rate seen is the reference
@@ -130,5 +154,7 @@ class ObservationBuilder:
         extra = [_f(est.get(lbl, fallback)) if math.isfinite(est.get(lbl, math.nan)) else fallback
                  for lbl in self.whatif_labels]
         tail = [_f(x) for x in (appended or [0.0] * len(self.extra_names))]
+        if self.ttl_names:
+            tail += ttl_features(self.cfg, client_ttl or self.cfg.client_ttl)
         vec = np.asarray(base + extra + tail, dtype=np.float32)
         return np.clip(np.nan_to_num(vec, nan=0.0), self.low, self.high)

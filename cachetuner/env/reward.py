@@ -6,10 +6,13 @@
     miss   = miss_cost * backend_calls          backend_calls = L1 misses not served by L2
     slo    = slo_penalty * ([p95 > slo_p95_ms] + sum over tenant_slo of weight * [tenant p95 > its target])
     switch = switch_cost * [config differs from the previous interval's]
-    reward = -(memory + miss + slo + switch) / (miss_cost * max(gets, 1))   (normalise=True)
+    stale  = stale_cost * stale_hits        only when stale_cost > 0 (default 0: no term, no key)
+    reward = -(memory + miss + slo + switch + stale) / (miss_cost * max(gets, 1))   (normalise=True)
 
 so that the reward reads "-(miss ratio + memory cost in misses per get + ...)" whatever the request
-rate. ``maxmemory = 0`` (unlimited, live caches only) charges ``used_memory`` instead.
+rate. ``maxmemory = 0`` (unlimited, live caches only) charges ``used_memory`` instead. A change of the
+client-side TTL multipliers is not a config switch (no ``CONFIG SET``, no cache disruption); the
+``stale`` term is what prices longer TTLs against their misses saved, on workloads with source updates.
 
 ``seed``. The seed design's ``R = 0.6 dHR + 0.3 log(1/dLatency) - 0.1 dMemUtil`` with
 ``dHR = HR_t - HR_{t-1}``, ``dLatency = p95_t / p95_{t-1}`` (both floored at 0.01 ms, so the term is
@@ -48,7 +51,11 @@ def interval_cost(
         if t is not None and target.breached(t.gets, t.latency_p95_ms):
             slo += target.weight * cfg.slo_penalty
     switch = cfg.switch_cost if changed else 0.0
-    return {"memory": memory, "miss": miss, "slo": slo, "switch": switch, "total": memory + miss + slo + switch}
+    cost = {"memory": memory, "miss": miss, "slo": slo, "switch": switch, "total": memory + miss + slo + switch}
+    if cfg.stale_cost > 0:
+        cost["stale"] = cfg.stale_cost * snap.stale_hits
+        cost["total"] += cost["stale"]
+    return cost
 
 
 def _clip(x: float, c: float) -> float:

@@ -7,7 +7,14 @@ this or the live backend: what it needs beyond :class:`~cachetuner.backend.Cache
 from the two explicit extensions implemented here, :meth:`SimBackend.facts`
 (:class:`~cachetuner.backend.BackendFacts`: bounds, working set, keys, sim parameters) and
 :class:`~cachetuner.backend.SimulatedBackend` (pinned resets and :meth:`SimBackend.clone`, what
-evaluation on identical windows and the hindsight controllers use).
+evaluation on identical windows and the hindsight controllers use), and
+:class:`~cachetuner.ttl.knobs.ClientTTLBackend`: client-side TTL multipliers per QoS class, applied to
+the TTLs of the next intervals' writes (SETs and read-through fills) as the application would.
+
+With client TTL multipliers in use, a positive ``reward.stale_cost``, a workload with a ``ttl`` policy or
+a multi-tenant workload, each snapshot also carries ``stale_hits`` (and, multi-tenant, per-tenant
+``tenants``), from the simulator's per-request record (:class:`~cachetuner.env.freshness.IntervalFreshness`;
+about 20 % more time per step, so it is not on for every workload).
 """
 
 from __future__ import annotations
@@ -16,36 +23,48 @@ import copy
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from cachetuner.backend import ApplyResult, BackendFacts, RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import EnvConfig, WorkloadSpec
+from cachetuner.env.freshness import IntervalFreshness
 from cachetuner.errors import BackendError, CacheTunerError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.registry import Registry
 from cachetuner.sim.params import SimParams
+from cachetuner.tenants.workload import load_tenant_workload
 from cachetuner.traces.trace import Trace
+from cachetuner.ttl.base import apply_ttl_policy
+from cachetuner.ttl.keyspace import keyspace_for
+from cachetuner.ttl.knobs import ClientTTL, key_class_index
 
 _TRACE_CACHE: OrderedDict[str, Trace] = OrderedDict()
 _TRACE_CACHE_SIZE = 16
 
 
 def load_workload(spec: WorkloadSpec) -> Trace:
-    """``read_trace`` with the spec's arguments; identical specs share one (immutable) Trace per process,
-    so that several envs (training, evaluation, vectorised copies) do not each regenerate it."""
+    """``read_trace`` with the spec's arguments (``format: tenants``: a tenant workload YAML), then the
+    spec's TTL policy; identical specs share one (immutable) Trace per process, so that several envs
+    (training, evaluation, vectorised copies) do not each regenerate it."""
     from cachetuner.traces import read_trace
 
     key = spec.model_dump_json(exclude={"name", "weight"})
     if key in _TRACE_CACHE:
         _TRACE_CACHE.move_to_end(key)
         return _TRACE_CACHE[key]
-    kwargs: dict = {"seed": spec.seed, "params": dict(spec.params)}
-    for name in ("size_model", "rate", "limit"):
-        if getattr(spec, name) is not None:
-            kwargs[name] = getattr(spec, name)
-    trace = read_trace(spec.trace, spec.format, **kwargs)
+    if spec.format == "tenants":
+        trace = load_tenant_workload(spec.trace)
+    else:
+        kwargs: dict = {"seed": spec.seed, "params": dict(spec.params)}
+        for name in ("size_model", "rate", "limit"):
+            if getattr(spec, name) is not None:
+                kwargs[name] = getattr(spec, name)
+        trace = read_trace(spec.trace, spec.format, **kwargs)
+    if spec.ttl is not None:
+        trace = apply_ttl_policy(trace, spec.ttl)
     if len(trace) == 0:
         raise ConfigError(f"env.workloads: {spec.trace} has no requests")
     _TRACE_CACHE[key] = trace
@@ -97,14 +116,17 @@ class SimBackend:
     Args:
         cfg: the env config (workloads, interval, window, bounds, initial config, sim params).
         traces: already loaded traces, one per ``cfg.workloads`` entry (default: read them).
+        freshness: count stale hits per interval; ``None`` = when the config needs them (see the module doc).
 
     Attributes:
         traces, working_sets: per workload; ``working_sets`` are in bytes (see :func:`working_set_bytes`).
         workload_index: the workload of the current episode.
         bounds: ``(min, max)`` maxmemory in bytes for the current workload.
+        client_ttl: the client-side TTL multipliers the next intervals' writes carry (``cfg.client_ttl``
+            at reset; :meth:`set_client_ttl` changes them).
     """
 
-    def __init__(self, cfg: EnvConfig, traces: Sequence[Trace] | None = None) -> None:
+    def __init__(self, cfg: EnvConfig, traces: Sequence[Trace] | None = None, *, freshness: bool | None = None) -> None:
         self.cfg = cfg
         self.interval_s = float(cfg.interval_s)
         self.params = sim_params_for(cfg)
@@ -128,6 +150,13 @@ class SimBackend:
         self._t = self._t_end = 0.0
         self._last = (0, 0)
         self._started = False
+        self.client_ttl: ClientTTL = cfg.client_ttl
+        self._last_ttls: np.ndarray | None = None  # the last interval's TTLs when multiplied
+        #: per workload: QoS class index per key (client TTL) and the freshness bookkeeping
+        self._key_class: dict[int, np.ndarray] = {}
+        self._freshness: dict[int, IntervalFreshness | None] = {}
+        self._track_all = cfg.client_ttl_used or cfg.reward.stale_cost > 0 or any(w.ttl for w in cfg.workloads)
+        self._track_pref = freshness
 
     # -- episode ------------------------------------------------------------------------------------------
     @property
@@ -237,6 +266,11 @@ class SimBackend:
             sim.reset()  # type: ignore[attr-defined]
             sim.apply_config(initial)  # type: ignore[attr-defined]
         self._sim = sim
+        self.client_ttl = self.cfg.client_ttl
+        self._last_ttls = None
+        fresh = self._freshness_of(self.workload_index)
+        if fresh is not None:
+            fresh.reset()
         self._started = True
         self._last = (self._pos, self._pos)
         snap = MetricsSnapshot(interval_s=self.interval_s, maxmemory=initial.maxmemory, config=initial)
@@ -266,19 +300,52 @@ class SimBackend:
         self._t += self.interval_s
         i0 = self._pos
         i1 = self._stop if self._t >= self._t_end - 1e-9 else min(self.trace.index_at(self._t), self._stop)
+        part = self.trace.slice(i0, i1)
+        self._last_ttls = None
+        if not self.client_ttl.identity:
+            self._last_ttls = self.client_ttl.scale(part.ttls, self._key_classes()[part.keys])
+            part = replace(part, ttls=self._last_ttls)
+        fresh = self._freshness_of(self.workload_index)
+        record = np.zeros((len(part), 2), dtype=np.float64) if fresh is not None else None
         # ``until``: idle-client timeouts and active expiry keep running to the end of the interval.
-        snap = self._sim.run(self.trace, i0, i1, interval_s=self.interval_s, until=self._t)  # type: ignore[attr-defined]
+        snap = self._sim.run(part, 0, len(part), interval_s=self.interval_s, until=self._t, record=record)  # type: ignore[attr-defined]
+        if fresh is not None and record is not None:
+            fresh.update(part, record, snap)
         self._pos = i1
         self._last = (i0, i1)
         return snap
+
+    # -- ClientTTLBackend ---------------------------------------------------------------------------------
+    def set_client_ttl(self, ttl: ClientTTL) -> None:
+        """Multiply the TTLs of the next intervals' writes by ``ttl``'s factor for each key's QoS class
+        (a trace without tenants is one ``silver`` tenant)."""
+        if not isinstance(ttl, ClientTTL):
+            raise ConfigError(f"client_ttl: expected a ClientTTL, got {type(ttl).__name__}")
+        self.client_ttl = ttl
+
+    def _key_classes(self) -> np.ndarray:
+        i = self.workload_index
+        if i not in self._key_class:
+            self._key_class[i] = key_class_index(keyspace_for(self.trace))
+        return self._key_class[i]
+
+    def _freshness_of(self, i: int) -> IntervalFreshness | None:
+        """The workload's freshness bookkeeping, or ``None`` when its snapshots need none."""
+        if i not in self._freshness:
+            t = self.traces[i]
+            multi = "key_tenant" in t.meta
+            track = self._track_pref if self._track_pref is not None else (self._track_all or multi)
+            self._freshness[i] = IntervalFreshness(keyspace_for(t), t.n_keys, tenants=multi) if track else None
+        return self._freshness[i]
 
     def recent_requests(self) -> RequestSample:
         """Every request of the last interval (rate 1.0; the what-if estimator samples them itself)."""
         i0, i1 = self._last
         t = self.trace
+        ttls = t.ttls[i0:i1] if self._last_ttls is None else self._last_ttls
         return RequestSample(
             keys=t.keys[i0:i1], sizes=t.sizes[i0:i1], timestamps=t.timestamps[i0:i1],
-            ops=t.ops[i0:i1], ttls=t.ttls[i0:i1], rate=1.0,
+            ops=t.ops[i0:i1], ttls=ttls, rate=1.0,
         )
 
     @property
@@ -294,9 +361,13 @@ class SimBackend:
         new = copy.copy(self)
         new._rng = copy.deepcopy(self._rng)
         new._sims = {}
-        if self._started:  # only the current workload's simulator has state worth copying
+        new._key_class = dict(self._key_class)
+        new._freshness = {}
+        if self._started:  # only the current workload's simulator (and freshness) has state worth copying
             new._sim = self._sim.clone()  # type: ignore[attr-defined]
             new._sims[self.workload_index] = new._sim
+            fresh = self._freshness.get(self.workload_index)
+            new._freshness[self.workload_index] = fresh.clone() if fresh is not None else None
         return new
 
     def _require_started(self) -> None:
