@@ -21,7 +21,13 @@ _INV53 = 1.0 / 9007199254740992.0
 #: numba options of every kernel function. ``cache=True``: compiled code is kept in ``__pycache__``;
 #: numba keys that cache on each function's own source file, so after editing a module that others
 #: import from, clear it (``find cachetuner -name '*.nbi' -o -name '*.nbc' | xargs rm -f``).
-_JIT = dict(cache=True, nogil=True)
+#: ``_nrt=False``: no reference counting. The kernel's arrays are unmanaged views (state.to_kernel),
+#: so every incref / decref numba would emit is a call that does nothing: a dozen per eviction.
+#: So the kernel never allocates (numba refuses to compile an allocation without it). Only the
+#: entry points that Python calls with a :class:`~cachetuner.sim.state.KernelState` (``_ENTRY``)
+#: keep it: they open the StructRef (state.borrow) and hand the view to a ``_JIT`` function.
+_JIT = dict(cache=True, nogil=True, _nrt=False)
+_ENTRY = dict(cache=True, nogil=True, _nrt=True)
 _INLINE = dict(cache=True, nogil=True, inline="always")
 
 

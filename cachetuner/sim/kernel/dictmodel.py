@@ -53,20 +53,34 @@ def dict_rehash(S, new_size):
     Buckets move in index order and each chain head first, every entry inserted at the head of
     its new bucket, as _dictRehashStep() does (so chains come out reversed). Approximation: Redis
     spreads this over following operations and serverCron (1 ms per tick), so for a short while
-    it samples two tables.
+    it samples two tables. In place (the kernel does not allocate): the old chains are first
+    joined into one list in that order, then the list is dealt into the new table.
     """
     old_size = S.ist[I_HSIZE]
-    old = S.hbuckets[:old_size].copy()
-    S.hbuckets[:new_size] = -1
-    mask = new_size - 1
+    hb = S.hbuckets
+    kv = S.kv
+    first = -1
+    last = -1
     for b in range(old_size):
-        e = old[b]
-        while e >= 0:
-            nxt = S.kv[e, KV_HNEXT]
-            h = key_bucket(S, e, mask)
-            S.kv[e, KV_HNEXT] = S.hbuckets[h]
-            S.hbuckets[h] = e
-            e = nxt
+        e = hb[b]
+        if e < 0:
+            continue
+        if last >= 0:
+            kv[last, KV_HNEXT] = e
+        else:
+            first = e
+        while kv[e, KV_HNEXT] >= 0:
+            e = kv[e, KV_HNEXT]
+        last = e
+    hb[:new_size] = -1
+    mask = new_size - 1
+    e = first
+    while e >= 0:
+        nxt = kv[e, KV_HNEXT]
+        h = key_bucket(S, e, mask)
+        kv[e, KV_HNEXT] = hb[h]
+        hb[h] = e
+        e = nxt
     S.ist[I_HSIZE] = new_size
 
 

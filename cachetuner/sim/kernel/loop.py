@@ -10,7 +10,7 @@ import numba as nb
 
 from cachetuner.sim.kernel.clients import pick_client
 from cachetuner.sim.kernel.clocks import LFU_INIT_VAL, lfu_minutes, lru_clock
-from cachetuner.sim.kernel.common import _INLINE, _JIT, rng_uniform, used_memory
+from cachetuner.sim.kernel.common import _ENTRY, _INLINE, _JIT, rng_uniform, used_memory
 from cachetuner.sim.kernel.cron import advance_clock
 from cachetuner.sim.kernel.dictmodel import dict_add
 from cachetuner.sim.kernel.evict import evict_one, perform_evictions, select_victim
@@ -140,19 +140,24 @@ def write_key(S, k, size, exp, now):
 
 
 # ----------------------------------------------------------------------------- main loop
-@nb.njit(**_JIT)
+@nb.njit(**_ENTRY)
 def run_requests(state, ts, keys, sizes, ops, ttls, out):
     """Process requests in order (processCommand() for each), updating cumulative counters.
 
     ``out``: per-request outcomes for callers that need them (TTL policies, staleness, tenants), a
     float64 array of shape ``(n, 2)``, or ``(0, 2)`` to record nothing: ``out[i, 0]`` = 1 for an L1
     hit + 2 when a write (SET or fill) was admitted, ``out[i, 1]`` = the request's latency in ms.
-
-    The arrays the common path touches are loaded from the state once, outside the loop: every
-    ``S.<field>`` access costs an (atomic) reference-count pair, which on a hit was most of the cost.
-    Parameters (``ipar`` / ``fpar``) cannot change during a call, so they are read once too.
     """
-    S = borrow(state)  # a plain pointer from here on: no reference counting (state.borrow)
+    replay(borrow(state), ts, keys, sizes, ops, ttls, out)  # a plain pointer from here on (state.borrow)
+
+
+@nb.njit(**_JIT)
+def replay(S, ts, keys, sizes, ops, ttls, out):
+    """:func:`run_requests` on the state's view.
+
+    The arrays the common path touches are loaded from the state once, outside the loop, and
+    parameters (``ipar`` / ``fpar``) cannot change during a call, so they are read once too.
+    """
     kv = S.kv
     ist = S.ist
     fst = S.fst
@@ -296,14 +301,16 @@ def run_requests(state, ts, keys, sizes, ops, ttls, out):
             ist[I_PEAK] = u
 
 
-@nb.njit(**_JIT)
-def advance_to(S, until):
+@nb.njit(**_ENTRY)
+def advance_to(state, until):
     """Let simulated time pass without requests (active expiry, idle-client closes)."""
+    S = borrow(state)
     if S.ist[I_STARTED] and until > S.fst[F_NOW]:
         advance_clock(S, until)
 
 
-@nb.njit(**_JIT)
-def evict_to_limit(S):
+@nb.njit(**_ENTRY)
+def evict_to_limit(state):
     """CONFIG SET maxmemory below used_memory: performEvictions() right away."""
+    S = borrow(state)
     return perform_evictions(S, S.fst[F_NOW], 0)
