@@ -3,7 +3,7 @@
 The static baseline of the TTL dimension (what ``static-default``/``fixed`` run when ``env.client_ttl``
 sets multipliers), and its hindsight grid: every combination of per-class multipliers replayed on the
 same pinned window, the cheapest one being the best static TTL setting a tuner has to beat. Run as
-``python -m cachetuner.env.ttl_grid CONFIG.yaml [0.5,1,2]`` to print the JSON report.
+``python -m cachetuner.env.ttl_grid CONFIG.yaml --multipliers 0.5,1,2`` to print the JSON report.
 """
 
 from __future__ import annotations
