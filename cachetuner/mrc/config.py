@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import Policy
@@ -49,5 +51,12 @@ class MRCConfig(BaseModel):
     shift_min_evidence: float = Field(
         300.0, ge=0, description="expected sampled GETs both windows need at a size before it enters the shift test"
     )
-    adjust: bool = Field(True, description="SHARDS-adj: correct for over/under-sampled references")
+    adjust: bool = Field(True, description="correct for over/under-sampled references (a key sample holding more or "
+                         "fewer GETs than rate x all GETs)")
+    adjust_slope: Literal["regression", "shards"] = Field(
+        "regression", description="hits credited per missing GET: 'regression' = sum(g h)/sum(g^2) over the sampled "
+        "keys (cachetuner.mrc.window), 'shards' = 1 (SHARDS-adj)")
+    adjust_outlier_sd: float = Field(
+        3.0, gt=0, description="regression: a deficit of GETs beyond this many sd of key-sampling noise is taken as "
+        "unsampled hot keys and credited as hits")
     modulus: int = Field(MODULUS, ge=2)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numba as nb
 import numpy as np
 
 from cachetuner.backend import RequestSample
@@ -40,7 +41,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.keysample import hash_values, threshold
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.curves import MissRatioCurves
-from cachetuner.mrc.window import Counts, shifted
+from cachetuner.mrc.window import Counts, counts_before, shifted
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
 
@@ -139,6 +140,7 @@ class MRCEstimator:
             rank[order] = np.arange(self._n_keys, dtype=np.int64)
             self._hv_sorted = hv[order]
             self._rank, self._hv = rank, hv
+        self._regress = cfg.adjust_slope == "regression"
         self._curves: MissRatioCurves | None = None
         self.shifts = 0  # times the two-window test restarted the long window
         self._build()
@@ -185,37 +187,44 @@ class MRCEstimator:
             hv, local = hash_values(keys, self.cfg.modulus), self._dynamic_ids(keys)
         ts = np.asarray(sample.timestamps, dtype=np.float64)
         ttls = np.asarray(sample.ttls, dtype=np.float64) if len(sample.ttls) else np.zeros(len(keys))
-        by_thr: dict[int, Trace] = {}
+        adjust = self.cfg.adjust and total_gets is not None
+        before = self._counts_before(hv, local, is_get, sizes, d, d_short) if adjust and self._regress else None
+        groups: dict[int, tuple[Trace, np.ndarray | None]] = {}
         for m in self._minis:
             if m.sim is None:  # smaller than Redis's fixed memory: holds nothing, hits nothing (exact)
                 for w in (m.long, m.short):
-                    w.add(0.0, 0.0, 1.0, 1.0, 0.0)
+                    w.add(0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
                     w.weight = math.inf
                 continue
-            tr = by_thr.get(m.thr)
-            if tr is None:
+            group = groups.get(m.thr)
+            if group is None:
                 keep = hv < m.thr
                 tr = Trace(
                     name="mrc", timestamps=ts[keep], keys=local[keep], sizes=sizes[keep], ops=ops[keep],
                     ttls=ttls[keep], n_keys=self._capacity(m), key_bytes=self._key_bytes(m), read_only=self._read_only,
                 )
-                by_thr[m.thr] = tr
-            c = m.sim.run_counts(tr, 0, len(tr)) if len(tr) else None  # type: ignore[attr-defined]
+                group = groups[m.thr] = (tr, before[:, keep] if before is not None else None)
+            tr, bf = group
+            rec = np.zeros((len(tr), 2)) if bf is not None and len(tr) else None
+            c = m.sim.run_counts(tr, 0, len(tr), rec) if len(tr) else None  # type: ignore[attr-defined]
             gets = c.gets if c else 0
             hits = c.hits if c else 0
             breq = c.byte_requests if c else 0
             bhit = c.byte_hits if c else 0
-            if self.cfg.adjust and total_gets is not None:
-                # SHARDS-adj: a perfect 1:r sample of the interval holds r * total_gets GETs; the extra
-                # (or missing) ones come from a hot key being (or not being) sampled, and are taken off
-                # (or added to) the hits. The same formula holds for a pre-sampled (live) stream.
-                exp = m.rate * total_gets
+            if adjust:
+                # a perfect 1:r sample of the interval holds r * total_gets GETs; the difference is
+                # corrected at read time (Counts.hit_ratio; see cachetuner.mrc.window). The same
+                # formula holds for a pre-sampled (live) stream.
+                exp = m.rate * total_gets  # type: ignore[operator]
                 expb = m.rate * total_get_bytes if total_get_bytes is not None else float(breq)
-                counts = (hits + (exp - gets), bhit + (expb - breq), exp, expb, gets)
             else:
-                counts = (hits, bhit, gets, breq, gets)
-            m.long.add(*counts)
-            m.short.add(*counts)
+                exp, expb = gets, breq
+            long_m = short_m = (0.0, 0.0, 0.0, 0.0)
+            if bf is not None and rec is not None:
+                mo = _moments(tr.ops, rec, tr.sizes, bf).tolist()
+                long_m, short_m = tuple(mo[:4]), tuple(mo[4:])
+            m.long.add(hits, bhit, exp, expb, gets, breq, long_m)
+            m.short.add(hits, bhit, exp, expb, gets, breq, short_m)
         self._restart_on_shift()
 
     def curves(self) -> MissRatioCurves:
@@ -249,6 +258,7 @@ class MRCEstimator:
         ]
         if self._rank is None:
             new._known, new._ids = self._known.copy(), self._ids.copy()
+        new._g = self._g.copy()
         return new
 
     # -- internals ----------------------------------------------------------------------------------------
@@ -262,7 +272,23 @@ class MRCEstimator:
         if shifted([(m.long, m.short) for m in live], self.cfg.shift_min_evidence, thr):
             for m in live:
                 m.long = m.short.copy()
+            self._g[0], self._g[2] = self._g[1], self._g[3]
             self.shifts += 1
+
+    def _counts_before(self, hv: np.ndarray, local: np.ndarray, is_get: np.ndarray, sizes: np.ndarray,
+                       d: float, d_short: float) -> np.ndarray:
+        """Rows (long count, short count, long bytes, short bytes) per request: its key's decayed GETs
+        (GET bytes) before it, for the GETs any miniature cache samples (0 elsewhere)."""
+        g = self._g
+        g[0] *= d
+        g[2] *= d
+        g[1] *= d_short
+        g[3] *= d_short
+        out = np.zeros((4, len(hv)))
+        sel = is_get & (hv < max(m.thr for m in self._minis))
+        if np.any(sel):
+            out[:, sel] = counts_before(local[sel], sizes[sel], g)
+        return out
 
     def _rate_for(self, size: int) -> float:
         data = max(size - self._fixed, 1)
@@ -277,11 +303,14 @@ class MRCEstimator:
         self._ids = np.zeros(0, dtype=np.int64)
         self._dyn_cap = 1 << 12
         self._minis: list[_Mini] = []
+        slope = None if self._regress else 1.0
         i = 0
         for p in self.cfg.policies:
             for s in self.sizes.tolist():
                 r = self._rate_for(int(s))
-                m = _Mini(policy=p, size=int(s), rate=r, thr=threshold(r, self.cfg.modulus))
+                m = _Mini(policy=p, size=int(s), rate=r, thr=threshold(r, self.cfg.modulus),
+                          long=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd),
+                          short=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd))
                 data = int(s) - self._fixed
                 self._minis.append(m)
                 i += 1
@@ -291,6 +320,9 @@ class MRCEstimator:
                 n = self._capacity(m)
                 m.sim = TieredCacheSim(n_keys=n, config=cfg, params=self._mini_params, seed=self._seed * 1009 + i,
                                        key_bytes=self._key_bytes(m))
+        # decayed GET count and GET bytes of every key any miniature cache samples, in the long and
+        # the short window (rows: long count, short count, long bytes, short bytes): the slope's input
+        self._g = np.zeros((4, max((self._capacity(m) for m in self._minis), default=1)))
 
     def _capacity(self, m: _Mini) -> int:
         if self._rank is not None:
@@ -323,9 +355,11 @@ class MRCEstimator:
         return self._ids[np.searchsorted(self._known, keys)]
 
     def _rebuild_dynamic(self, cap: int) -> None:
-        old = self._minis
+        old, old_g = self._minis, self._g
         self._build()
         self._dyn_cap = cap
+        self._g = np.zeros((4, cap))
+        self._g[:, : old_g.shape[1]] = old_g
         from cachetuner.sim import TieredCacheSim
 
         for j, (m, o) in enumerate(zip(self._minis, old, strict=True)):
@@ -334,6 +368,30 @@ class MRCEstimator:
             m.sim = TieredCacheSim(n_keys=cap, config=o.sim.config, params=self._mini_params,  # type: ignore[attr-defined]
                                    seed=self._seed * 1009 + j, key_bytes=self._key_bytes(m))
             m.long, m.short = o.long, o.short
+
+
+_GET = int(Op.GET)
+
+
+@nb.njit(cache=True, nogil=True)
+def _moments(ops, rec, sizes, before):  # pragma: no cover - numba
+    """``(sum g h, sum g^2, sum gb hb, sum gb^2)`` increments of one interval of a miniature cache, for
+    the long window (``[0:4]``) and the short one (``[4:8]``) (see :mod:`cachetuner.mrc.window`)."""
+    out = np.zeros(8)
+    for i in range(len(ops)):
+        if ops[i] != _GET:
+            continue
+        hit = (np.int64(rec[i, 0]) & 1) == 1
+        s = float(sizes[i])
+        for w in range(2):
+            c, cb = before[w, i], before[2 + w, i]
+            o = 4 * w
+            out[o + 1] += 2.0 * c + 1.0
+            out[o + 3] += 2.0 * cb * s + s * s
+            if hit:
+                out[o] += 2.0 * c
+                out[o + 2] += 2.0 * cb * s
+    return out
 
 
 __all__ = ["MRCEstimator", "fixed_bytes", "mini_params"]

@@ -184,15 +184,18 @@ class TieredCacheSim:
             K.advance_to(self._kstate, float(until))
         return self._report(float(interval_s))
 
-    def run_counts(self, trace: Trace, start: int = 0, stop: int | None = None) -> SimCounts:
+    def run_counts(
+        self, trace: Trace, start: int = 0, stop: int | None = None, record: np.ndarray | None = None
+    ) -> SimCounts:
         """Like :meth:`run`, but return only the request counters (the cheap path).
 
         For callers that run many small simulations per interval and need hit ratios only (the
         what-if mini caches): it skips building the :class:`MetricsSnapshot` (latency quantiles,
         costs, memory figures), which costs several times the kernel on a few hundred requests.
         The interval still ends here: a following :meth:`run` reports from this point on.
+        ``record``: per-request outcomes, as in :meth:`run`.
         """
-        self._process(trace, start, stop)
+        self._process(trace, start, stop, record)
         old = self._mark
         self._mark = new = self._marks()
         d = (new["cnt"] - old["cnt"]).tolist()
