@@ -192,7 +192,7 @@ def ablation_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """PPO with vs without hotness features (same budget, seed and evaluation episodes), logged to MLflow."""
-    from cachetuner.hotness_model.ablation import run_ablation
+    from cachetuner.reports.hotness_ablation import run_ablation
 
     res = run_ablation(timesteps=timesteps, seed=seed, max_keys=max_keys, eval_episodes=eval_episodes,
                        memory_cost_per_gb_hour=memory_cost, tracking_uri=tracking_uri, log=console.log)

@@ -157,6 +157,13 @@ class LearnedPolicy:
         if model is None:
             raise ConfigError("controller 'ppo' needs a model: --model PATH | default | runs:/<id>/model")
         self.artifact = model if isinstance(model, PolicyArtifact) else load_policy(model, config=config)
+        if self.artifact.env_config.actions.ttl_multipliers:
+            # a controller returns a RedisConfig only: the TTL part of the action would be dropped
+            raise ConfigError(
+                f"{self.artifact.model_path}: the policy was trained with client-side TTL dimensions "
+                "(env.actions.ttl_multipliers), which the 'ppo' controller cannot apply; run it through env.step "
+                "(docs/ttl.md)"
+            )
         from cachetuner.env.actions import make_action_codec
 
         self.codec = make_action_codec(self.artifact.env_config.actions)

@@ -243,6 +243,18 @@ def test_backend_without_client_ttl_is_refused() -> None:
         env.step_config(env.backend.config, ClientTTL.shared(2.0))
 
 
+def test_ppo_controller_refuses_a_policy_with_ttl_dimensions(tmp_path: Path) -> None:
+    """The controller path returns a RedisConfig only; a TTL-trained policy must not lose its TTL part silently."""
+    from cachetuner.control.learned import LearnedPolicy, PolicyArtifact
+    from cachetuner.control.settings import ControlSettings
+
+    cfg = small_cfg(actions=TTL)
+    art = PolicyArtifact("test", tmp_path / "model.zip", None, cfg, cfg, False, False, {})
+    with pytest.raises(ConfigError, match="ttl_multipliers") as e:
+        LearnedPolicy(ControlSettings(), model=art)
+    assert "\n" not in str(e.value)
+
+
 def test_class_grid() -> None:
     g = class_grid([0.5, 2.0], ["gold", "bronze"])
     assert len(g) == 4 and ClientTTL(gold=0.5, bronze=2.0) in g and all(t.silver == 1.0 for t in g)
