@@ -47,6 +47,7 @@ class DecisionContext:
     sample: RequestSample | None = None
     fork: Callable[[], Any] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    client_ttl: Any = None  # the ClientTTL multipliers in force (cachetuner.ttl.knobs), None = not known
 
 
 @runtime_checkable
@@ -64,6 +65,24 @@ class Controller(Protocol):
 
     def decide(self, ctx: DecisionContext) -> RedisConfig:
         """The configuration to run during the next interval (bounds are enforced by the caller too)."""
+        ...
+
+
+@runtime_checkable
+class ClientTTLDecider(Protocol):
+    """A controller that also chooses the client-side TTL multipliers of the next interval.
+
+    Why a second, optional protocol: TTLs are set by the application on each write, never by
+    ``CONFIG SET``, so a :class:`RedisConfig` cannot carry them and most controllers have nothing to say
+    about them. Paths that can apply them (the simulated env: ``step_config(config, client_ttl)``) ask
+    after :meth:`Controller.decide`; paths that cannot (the daemon) refuse a controller whose
+    ``decides_client_ttl`` is true rather than drop that part of its decision.
+    """
+
+    decides_client_ttl: bool
+
+    def client_ttl(self, ctx: DecisionContext) -> Any:
+        """The :class:`~cachetuner.ttl.knobs.ClientTTL` for the next interval (``None`` = keep), after ``decide(ctx)``."""
         ...
 
 

@@ -157,13 +157,9 @@ class LearnedPolicy:
         if model is None:
             raise ConfigError("controller 'ppo' needs a model: --model PATH | default | runs:/<id>/model")
         self.artifact = model if isinstance(model, PolicyArtifact) else load_policy(model, config=config)
-        if self.artifact.env_config.actions.ttl_multipliers:
-            # a controller returns a RedisConfig only: the TTL part of the action would be dropped
-            raise ConfigError(
-                f"{self.artifact.model_path}: the policy was trained with client-side TTL dimensions "
-                "(env.actions.ttl_multipliers), which the 'ppo' controller cannot apply; run it through env.step "
-                "(docs/ttl.md)"
-            )
+        #: trained with client-side TTL dimensions: ``client_ttl`` decodes them (ClientTTLDecider)
+        self.decides_client_ttl = bool(self.artifact.env_config.actions.ttl_multipliers)
+        self._action: Any = None
         from cachetuner.env.actions import make_action_codec
 
         self.codec = make_action_codec(self.artifact.env_config.actions)
@@ -197,4 +193,13 @@ class LearnedPolicy:
         else:
             action, _ = self.artifact.model.predict(obs, deterministic=True)
         self._start = False
+        self._action = action
         return self.codec.decode(action, ctx.config, (ctx.space.min_bytes, ctx.space.max_bytes), ctx.info.get("anchor"))
+
+    def client_ttl(self, ctx: DecisionContext) -> Any:
+        """The TTL part of the action :meth:`decide` just took (``None`` without TTL dimensions)."""
+        if not self.decides_client_ttl or self._action is None:
+            return None
+        from cachetuner.ttl.knobs import ClientTTL
+
+        return self.codec.decode_ttl(self._action, ctx.client_ttl if ctx.client_ttl is not None else ClientTTL())

@@ -195,6 +195,9 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
     else:
         seed = cfg.policy.seed
     controller = make_controller(name, settings, seed, **params)
+    if getattr(controller, "decides_client_ttl", False):
+        raise ConfigError(f"policy: controller {name!r} also decides client-side TTL multipliers, which the daemon "
+                          "cannot apply (it changes Redis only through CONFIG SET; TTLs are set by the application)")
     return ControllerPolicy(name, controller, env_cfg, target, backend, cfg.policy.seed, cfg.interval_s, cfg.hotness)
 
 

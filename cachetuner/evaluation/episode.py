@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from cachetuner.control.base import Controller, DecisionContext
+from cachetuner.control.base import ClientTTLDecider, Controller, DecisionContext
 
 SUMMARY_FIELDS = (
     "cost",
@@ -60,6 +60,7 @@ def context_from_env(env: Any, obs: Any, info: dict[str, Any], *, hindsight: boo
         whatif=dict(info.get("whatif") or {}),
         fork=base.fork if hindsight else None,
         info=info,
+        client_ttl=getattr(base, "client_ttl", None),
     )
 
 
@@ -127,8 +128,10 @@ def run_episode(
     records: list[IntervalRecord] = []
     done = False
     while not done:
-        cfg = controller.decide(context_from_env(env, obs, info, hindsight=hindsight))
-        obs, reward, terminated, truncated, info = base.step_config(cfg)
+        ctx = context_from_env(env, obs, info, hindsight=hindsight)
+        cfg = controller.decide(ctx)
+        ttl = controller.client_ttl(ctx) if isinstance(controller, ClientTTLDecider) else None
+        obs, reward, terminated, truncated, info = base.step_config(cfg) if ttl is None else base.step_config(cfg, ttl)
         records.append(record(len(records), info, base.cfg.slo_p95_ms, reward))
         if on_interval is not None:
             on_interval(len(records))

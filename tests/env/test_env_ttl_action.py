@@ -243,15 +243,53 @@ def test_backend_without_client_ttl_is_refused() -> None:
         env.step_config(env.backend.config, ClientTTL.shared(2.0))
 
 
-def test_ppo_controller_refuses_a_policy_with_ttl_dimensions(tmp_path: Path) -> None:
-    """The controller path returns a RedisConfig only; a TTL-trained policy must not lose its TTL part silently."""
+def test_ppo_controller_applies_the_ttl_part_of_its_action_in_evaluation(tmp_path: Path) -> None:
+    """``Controller.decide`` returns a RedisConfig only; the TTL part of a TTL-trained policy's action goes
+    through ``client_ttl`` (ClientTTLDecider) and reaches the env in an evaluation episode."""
+    from stable_baselines3 import PPO
+
+    from cachetuner.control.base import ClientTTLDecider
     from cachetuner.control.learned import LearnedPolicy, PolicyArtifact
     from cachetuner.control.settings import ControlSettings
+    from cachetuner.evaluation.episode import run_episode
 
-    cfg = small_cfg(actions=TTL)
-    art = PolicyArtifact("test", tmp_path / "model.zip", None, cfg, cfg, False, False, {})
-    with pytest.raises(ConfigError, match="ttl_multipliers") as e:
-        LearnedPolicy(ControlSettings(), model=art)
+    cfg = small_cfg(actions={"ttl_multipliers": [0.25, 4.0]}, whatif={"enabled": False})
+    env = CacheTuningEnv(cfg)
+    model = PPO("MlpPolicy", env, seed=3, n_steps=16, batch_size=16)
+    art = PolicyArtifact("test", tmp_path / "model.zip", model, cfg, cfg, False, False, {})
+    ctl = LearnedPolicy(ControlSettings(), model=art)
+    assert isinstance(ctl, ClientTTLDecider) and ctl.decides_client_ttl
+    codec = make_action_codec(cfg.actions)
+    seen: list[tuple[ClientTTL, ClientTTL]] = []
+    decide = ctl.decide
+
+    def spy(ctx: Any) -> RedisConfig:
+        out = decide(ctx)
+        seen.append((codec.decode_ttl(ctl._action, ctx.client_ttl), ctx.client_ttl))
+        return out
+
+    ctl.decide = spy  # type: ignore[method-assign]
+    records = run_episode(env, ctl, seed=0)
+    assert len(records) == len(seen) >= 2
+    wanted = [w for w, _ in seen]
+    assert all(m in (0.25, 4.0) for t in wanted for m in (t.gold, t.silver, t.bronze))
+    assert env.client_ttl == wanted[-1]  # the last decision's multipliers are in force
+    assert [cur for _, cur in seen[1:]] == wanted[:-1]  # each interval ran the previous decision's
+
+    # the daemon changes Redis only through CONFIG SET: such a policy is refused, not half-applied
+    from cachetuner.daemon.config import DaemonConfig
+    from cachetuner.daemon.policy import make_policy
+
+    model.save(tmp_path / "model.zip")
+    (tmp_path / "train_config.yaml").write_text(yaml.safe_dump({"env": cfg.model_dump(mode="json"), "price_features": False}))
+    bounds = {"maxmemory_min": 1 << 20, "maxmemory_max": 1 << 26, "policies": ["allkeys-lru"], "timeouts": [0]}
+    dcfg = DaemonConfig.model_validate({
+        "state_dir": str(tmp_path / "state"), "tracking": {"enabled": False},
+        "policy": {"name": "ppo", "model": str(tmp_path / "model.zip")},
+        "targets": [{"name": "t", "backend": "sim", "bounds": bounds}],
+    })
+    with pytest.raises(ConfigError, match="^policy: .*CONFIG SET") as e:
+        make_policy(dcfg, dcfg.targets[0], lambda: None)
     assert "\n" not in str(e.value)
 
 
