@@ -90,6 +90,7 @@ class KState(NamedTuple):
     klen: np.ndarray      # int64: key-name bytes per key (read by the Redis 7 memory formula only)
     hbuckets: np.ndarray  # int64: bucket heads of the main dict, first ist[I_HSIZE] used, -1 = empty
     hsamp: np.ndarray     # int64[SAMPLE_SCRATCH]: dictGetSomeKeys output
+    hbits: np.ndarray     # uint64: bit b set <=> hbuckets[b] >= 0 (lets a walk skip a run of empty buckets at once)
 
 
 @structref.register
@@ -127,7 +128,7 @@ def _unmanaged(typingctx, arr):  # type: ignore[no-untyped-def]
 
 
 @nb.njit(cache=True)
-def _make_kernel(kv, dkeys, vkeys, expire, l2in, l2size, l2exp, l2prev, l2next, cl_last, cl_conn, cl_cdf, pool_key, pool_idle, ist, fst, rng, cnt, fcnt, hist, bounds, ipar, fpar, jit_tab, miss_tab, hhash, hsalt, klen, hbuckets, hsamp):  # type: ignore[no-untyped-def]
+def _make_kernel(kv, dkeys, vkeys, expire, l2in, l2size, l2exp, l2prev, l2next, cl_last, cl_conn, cl_cdf, pool_key, pool_idle, ist, fst, rng, cnt, fcnt, hist, bounds, ipar, fpar, jit_tab, miss_tab, hhash, hsalt, klen, hbuckets, hsamp, hbits):  # type: ignore[no-untyped-def]
     return KernelState(
         _unmanaged(kv), _unmanaged(dkeys), _unmanaged(vkeys), _unmanaged(expire),
         _unmanaged(l2in), _unmanaged(l2size), _unmanaged(l2exp), _unmanaged(l2prev),
@@ -136,7 +137,7 @@ def _make_kernel(kv, dkeys, vkeys, expire, l2in, l2size, l2exp, l2prev, l2next, 
         _unmanaged(rng), _unmanaged(cnt), _unmanaged(fcnt), _unmanaged(hist),
         _unmanaged(bounds), _unmanaged(ipar), _unmanaged(fpar), _unmanaged(jit_tab),
         _unmanaged(miss_tab), _unmanaged(hhash), _unmanaged(hsalt), _unmanaged(klen),
-        _unmanaged(hbuckets), _unmanaged(hsamp),
+        _unmanaged(hbuckets), _unmanaged(hsamp), _unmanaged(hbits),
     )
 
 
@@ -208,6 +209,7 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
     kv[:, KV_HNEXT] = -1
     klen = np.zeros(n, dtype=np.int64)
     klen[: len(kb)] = kb
+    n_buckets = max(4, 1 << int(n).bit_length())
     return KState(
         kv=cache_aligned(kv),
         dkeys=np.zeros(n, dtype=np.int64),
@@ -237,8 +239,9 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
         hhash=key_hashes(n, z),
         hsalt=np.array([z], dtype=np.uint64),
         klen=klen,
-        hbuckets=np.full(max(4, 1 << int(n).bit_length()), -1, dtype=np.int64),
+        hbuckets=np.full(n_buckets, -1, dtype=np.int64),
         hsamp=np.zeros(SAMPLE_SCRATCH, dtype=np.int64),
+        hbits=np.zeros((n_buckets + 63) // 64, dtype=np.uint64),
     )
 
 

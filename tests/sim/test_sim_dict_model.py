@@ -51,6 +51,9 @@ def _check_dict(sim: TieredCacheSim) -> None:
             assert int(s.hhash[k]) & (size - 1) == b
         seen.extend(chain)
     assert sorted(seen) == resident  # every resident key exactly once, nothing else
+    # The occupancy bitmap the walk skips empty buckets with: bit b <=> bucket b not empty.
+    bits = np.unpackbits(s.hbits.view(np.uint8), bitorder="little").astype(bool)
+    assert (bits[:size] == (s.hbuckets[:size] >= 0)).all() and not bits[size:].any()
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
