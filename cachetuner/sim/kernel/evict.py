@@ -114,11 +114,11 @@ def pool_populate(S, now):
             idle = 255 - lfu_decr_and_return(kv[k, KV_LRU], now, decay)
         else:
             idle = candidate_score(S, k, now)
+        if pk[last] >= 0 and (pk[0] < 0 or pi[0] >= idle):
+            continue  # worse than everything in a full pool (Redis: k == 0 after the scan)
         i = 0
         while i < EVPOOL_SIZE and pk[i] >= 0 and pi[i] < idle:
             i += 1
-        if i == 0 and pk[last] >= 0:
-            continue  # worse than everything in a full pool
         if i < EVPOOL_SIZE and pk[i] < 0:
             pass  # empty slot
         elif pk[last] < 0:
