@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import numba as nb
 
+from cachetuner.metrics import LATENCY_BUCKETS_S
 from cachetuner.sim.kernel.common import _INLINE, rng_uniform
 from cachetuner.sim.slots import FC_LATSUM_MS, P_LATENCY, Q_MISS_MS
+
+#: Length of ``KState.bounds`` (state.new_state fills it with LATENCY_BUCKETS_S).
+N_BOUNDS = len(LATENCY_BUCKETS_S)
 
 
 @nb.njit(**_INLINE)
@@ -29,12 +33,20 @@ def backend_ms(S):
 
 
 @nb.njit(**_INLINE)
+def latency_bucket(bounds, sec):
+    """The histogram bucket of ``sec``: how many of the (ascending) bounds lie below it.
+
+    The same index as scanning up to the first bound >= ``sec``, but counted over all of them: a
+    fixed number of compares (``N_BOUNDS``, a constant, so numba unrolls them into a few vector
+    compares), no branch to mispredict where hits and misses land many buckets apart.
+    """
+    b = 0
+    for j in range(N_BOUNDS):
+        b += sec > bounds[j]
+    return b
+
+
+@nb.njit(**_INLINE)
 def record_latency(S, ms):
     S.fcnt[FC_LATSUM_MS] += ms
-    sec = ms * 0.001
-    b = S.bounds
-    i = 0
-    nb_ = b.shape[0]
-    while i < nb_ and sec > b[i]:
-        i += 1
-    S.hist[i] += 1
+    S.hist[latency_bucket(S.bounds, ms * 0.001)] += 1

@@ -16,7 +16,7 @@ from cachetuner.sim.kernel.dictmodel import dict_add
 from cachetuner.sim.kernel.evict import evict_one, perform_evictions, select_victim
 from cachetuner.sim.kernel.keyspace import list_push_head, list_unlink, remove_key, touch, vol_add, vol_remove
 from cachetuner.sim.kernel.l2 import l2_push_head, l2_remove, l2_unlink
-from cachetuner.sim.kernel.latency import jitter
+from cachetuner.sim.kernel.latency import jitter, latency_bucket
 from cachetuner.sim.memory import key_charge
 from cachetuner.sim.policies import SCORE_LFU
 from cachetuner.sim.slots import (
@@ -173,7 +173,6 @@ def replay(S, ts, keys, sizes, ops, ttls, out):
     n_miss = miss_tab.shape[0]
     hist = S.hist
     bounds = S.bounds
-    n_bounds = bounds.shape[0]
     fcnt = S.fcnt
     timeout = S.fpar[Q_TIMEOUT]
     net = S.fpar[Q_NET_MS]
@@ -291,11 +290,7 @@ def replay(S, ts, keys, sizes, ops, ttls, out):
 
         if latency:  # record_latency()
             fcnt[FC_LATSUM_MS] += lat
-            sec = lat * 0.001
-            b = 0
-            while b < n_bounds and sec > bounds[b]:
-                b += 1
-            hist[b] += 1
+            hist[latency_bucket(bounds, lat * 0.001)] += 1
         u = base + ist[I_DATA] + ist[I_NCONN] * client_buf
         if u > ist[I_PEAK]:
             ist[I_PEAK] = u
