@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 from cachetuner.sim.slots import I_DATA, I_NCONN, P_BASE, P_CLIENT_BUF
 
@@ -60,3 +63,23 @@ def rng_below(rng, n):
 def used_memory(S):
     """Redis used_memory: base + keys + connected clients' buffers."""
     return S.ipar[P_BASE] + S.ist[I_DATA] + S.ist[I_NCONN] * S.ipar[P_CLIENT_BUF]
+
+
+# ----------------------------------------------------------------------------- memory hints
+@intrinsic
+def prefetch_row(typingctx, arr, row):  # type: ignore[no-untyped-def]
+    """Start loading row ``row`` of the 2-D ``arr`` into the cache (``llvm.prefetch``); no effect
+    on results. For independent loads that a chain of dependent ones would otherwise serialise."""
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1], zero])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])  # read, keep, data cache
+        return context.get_dummy_value()
+
+    return types.void(arr, row), codegen

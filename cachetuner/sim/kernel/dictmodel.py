@@ -12,7 +12,7 @@ import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from cachetuner.sim.kernel.common import _INLINE, _JIT, _U11, _U27, rng_below, rng_next, used_memory
+from cachetuner.sim.kernel.common import _INLINE, _JIT, _U11, _U27, prefetch_row, rng_below, rng_next, used_memory
 from cachetuner.sim.slots import I_HSIZE, I_NRES, KV_HNEXT, P_MAXMEM
 
 DICT_HT_INITIAL_SIZE = 4        # dict.h
@@ -25,6 +25,7 @@ _H3 = np.uint64(0x94D049BB133111EB)
 _U30 = np.uint64(30)
 _U31 = np.uint64(31)
 _U1 = np.uint64(1)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @nb.njit(**_INLINE)
@@ -186,6 +187,15 @@ def dict_get_some_keys(S, count):
     jump = count + 1 if count >= 5 else 5  # Redis: emptylen >= 5 && emptylen > count
     stored = 0
     i = int(rng_next(rng) >> _U11) & mask
+    # The heads of the next few non-empty buckets (in i's bitmap word) are independent loads:
+    # start them all now rather than one after the other as the walk reaches them.
+    w = bits[i >> 6] & (_ALL << np.uint64(i & 63))
+    base = i & ~63
+    for _ in range(count):
+        if w == 0:
+            break
+        prefetch_row(kv, hb[base + int(trailing_zeros(w))])
+        w &= w - _U1
     while stored < count and maxsteps > 0:
         # Every run of empty buckets starts with emptylen = 0 (a chain or a jump came before).
         run = empty_run(bits, i, size, min(jump, maxsteps))
