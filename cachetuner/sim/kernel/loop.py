@@ -10,7 +10,7 @@ import numba as nb
 
 from cachetuner.sim.kernel.clients import pick_client
 from cachetuner.sim.kernel.clocks import LFU_INIT_VAL, lfu_minutes, lru_clock
-from cachetuner.sim.kernel.common import _ENTRY, _INLINE, _JIT, rng_uniform, used_memory
+from cachetuner.sim.kernel.common import _ENTRY, _INLINE, _JIT, prefetch_row, rng_uniform, used_memory
 from cachetuner.sim.kernel.cron import advance_clock
 from cachetuner.sim.kernel.dictmodel import dict_add
 from cachetuner.sim.kernel.evict import evict_one, perform_evictions, select_victim
@@ -67,6 +67,10 @@ from cachetuner.sim.slots import (
     Q_TIMEOUT,
 )
 from cachetuner.sim.state import borrow
+
+#: How many requests ahead :func:`replay` prefetches the key's ``kv`` row (a cache miss per request
+#: otherwise: the trace's keys are known in advance, the cache's own lookups are not).
+PREFETCH_AHEAD = 16
 
 OP_GET = 0  # trace op codes (cachetuner.traces.trace.Op)
 OP_SET = 1
@@ -188,7 +192,10 @@ def replay(S, ts, keys, sizes, ops, ttls, out):
     lfu = ipar[P_SCORE] == SCORE_LFU
     one_client = cl_conn.shape[0] == 1
     tracing = out.shape[0] > 0
-    for i in range(ts.shape[0]):
+    n = ts.shape[0]
+    for i in range(n):
+        if i + PREFETCH_AHEAD < n:  # the key row a later request reads first: its load overlaps this one
+            prefetch_row(kv, keys[i + PREFETCH_AHEAD])
         now = ts[i]
         if now >= fst[F_NEXT_EVENT] or ist[I_STARTED] == 0:
             advance_clock(S, now)  # crons due (rare); otherwise just move the clock
