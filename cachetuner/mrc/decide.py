@@ -74,7 +74,7 @@ class MRCControlSettings(BaseModel):
     policy_min_gain: float = Field(
         0.03, ge=0, le=1, description="a policy switch needs the other policy's predicted hit ratio at the target "
         "size to be this much higher: the curves' error of a policy *difference* is of the order of their "
-        "per-curve error (bench mrc: ~1.7 pp mean), and a switched cache pays a transient the curves do not model "
+        "per-curve error (bench mrc: 0.7-0.9 pp mean, up to 7 pp at one size), and a switched cache pays a transient the curves do not model "
         "(Redis reads the LRU clock bits of every existing key as LFU counters, and back)"
     )
 
