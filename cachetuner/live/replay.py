@@ -70,7 +70,7 @@ from cachetuner.live.resp import RespConnection
 from cachetuner.live.stack import SCRAPE_INTERVAL_S
 from cachetuner.tenants import key_names
 from cachetuner.traces.trace import Op, Trace
-from cachetuner.ttl import apply_ttl_policy, keyspace_for
+from cachetuner.ttl import KeySpace, apply_ttl_policy, keyspace_for
 
 __all__ = [
     "KEY_PREFIX", "LIST_MAX_REQUESTS", "BatchCounters", "BatchHistogram", "ReplayMetrics", "ReplayOptions",
@@ -120,6 +120,10 @@ class ReplayOptions(BaseModel):
     )
     linger_s: float = Field(2.5 * SCRAPE_INTERVAL_S, ge=0, description="keep /metrics up this long after the end")
     record_send_times: bool = Field(False, description="keep each request's wall-clock send time (fidelity runs)")
+    start_on_scrape: bool = Field(
+        False, description="with stack_dir: send the first request right after a Prometheus scrape of /metrics, so that "
+        "interval boundaries that are whole scrape intervals apart fall just after scrapes (cachetuner.live.served)",
+    )  # fmt: skip
     ttl_policy: str | None = Field(
         None, description="client-side TTL policy (cachetuner.ttl spec, e.g. fixed:300, hotness); None = the trace's TTLs"
     )
@@ -161,6 +165,7 @@ class ReplayResult:
     wall_end: float = 0.0
     send_times: np.ndarray | None = None  # per trace index, Unix send time (record_send_times; NaN = not sent)
     tenants: dict[str, dict[str, int]] | None = None  # multi-tenant traces: per-tenant counts
+    start_on_scrape: bool = False  # the first request went out right after a scrape (ReplayOptions.start_on_scrape)
 
     @property
     def hit_ratio(self) -> float:
@@ -195,6 +200,7 @@ class Replayer:
         metrics: ReplayMetrics | None = None,
         stop: threading.Event | None = None,
         progress: Callable[[int], None] | None = None,
+        keyspace: KeySpace | None = None,
     ) -> None:
         opt = options or ReplayOptions()
         opt.check()
@@ -205,10 +211,11 @@ class Replayer:
             raise ConfigError(f"replay: --start {opt.start} is past the end of {trace.name} ({n} requests)")
         if opt.ttl_policy is not None:
             # the policy's TTLs are in trace seconds: --speedup compresses them like the trace's clock
-            trace = apply_ttl_policy(trace, opt.ttl_policy, no_ttl_classes=tuple(opt.no_ttl_classes))
+            trace = apply_ttl_policy(trace, opt.ttl_policy, keyspace, no_ttl_classes=tuple(opt.no_ttl_classes))
             if opt.speedup:
                 trace = dc_replace(trace, ttls=trace.ttls / opt.speedup)
         self.trace, self.redis_url, self.opt = trace, redis_url, opt
+        self.keyspace = keyspace  # groups, tenants and source updates (None: keyspace_for(trace))
         self.limit = opt.max_requests if opt.max_requests is not None else (None if opt.loop else n - opt.start)
         self.metrics = metrics or ReplayMetrics()
         self.stop, self.progress = stop, progress
@@ -241,7 +248,7 @@ class Replayer:
         self.tenant_acc = None
         if tenants is not None:
             counters = self.metrics.tenant_counters(list(tenants))
-            ks = keyspace_for(trace)
+            ks = self.keyspace if self.keyspace is not None else keyspace_for(trace)
             last_update = ks.last_update(ks.group[trace.keys], trace.timestamps).tolist()
             self.tenant_acc = TenantAccountant(trace.meta["key_tenant"].tolist(), keys, ops, sizes, counters,
                                                trace.timestamps.tolist(), last_update)  # fmt: skip
@@ -261,6 +268,8 @@ class Replayer:
         res = self.res = ReplayResult(metrics_port=endpoint.port if endpoint is not None else None)
         self.conn = RespConnection(self.redis_url)
         self.send_times = res.send_times = np.full(len(self.trace), np.nan) if opt.record_send_times else None
+        if opt.start_on_scrape and endpoint is not None and endpoint.target is not None:
+            res.start_on_scrape = endpoint.scrapes.wait_next(3 * SCRAPE_INTERVAL_S + 1.0)
         self.t0 = time.perf_counter()
         res.wall_start = time.time()
         self.pacer = Pacer(opt.rate, opt.speedup, self.trace.timestamps, opt.start, self.t0)
@@ -427,6 +436,7 @@ def replay(
     metrics: ReplayMetrics | None = None,
     stop: threading.Event | None = None,
     progress: Callable[[int], None] | None = None,
+    keyspace: KeySpace | None = None,
 ) -> ReplayResult:
     """Replay ``trace`` into ``redis_url``; returns client-side counts. Stops by itself (end, count, time, ``stop``)."""
-    return Replayer(trace, redis_url, options, metrics=metrics, stop=stop, progress=progress).run()
+    return Replayer(trace, redis_url, options, metrics=metrics, stop=stop, progress=progress, keyspace=keyspace).run()

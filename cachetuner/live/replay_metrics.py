@@ -224,11 +224,37 @@ def wait_scraped(stack_dir: str, port: int, timeout_s: float) -> bool:
     return False
 
 
+class ScrapeSignal:
+    """A collector that exports nothing and marks every collection, i.e. every scrape of ``/metrics``:
+    a replay can start right after one (see :mod:`cachetuner.live.served`)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._event = threading.Event()
+        registry.register(self)
+
+    def collect(self):  # noqa: ANN201 (prometheus_client collector protocol)
+        self._event.set()
+        return iter(())
+
+    def describe(self):  # noqa: ANN201
+        return []
+
+    def wait_next(self, timeout_s: float, settle_s: float = 0.01) -> bool:
+        """Block until the next scrape (False after ``timeout_s``), then ``settle_s`` more so that the
+        scrape has read every counter before anything new is counted."""
+        self._event.clear()
+        ok = self._event.wait(timeout_s)
+        if ok and settle_s > 0:
+            time.sleep(settle_s)
+        return ok
+
+
 class MetricsEndpoint:
     """``/metrics`` of a :class:`ReplayMetrics` on a loopback port; with ``stack_dir``, registered in that
     stack's file_sd and held until Prometheus has scraped it once (at most ``scrape_wait_s``)."""
 
     def __init__(self, metrics: ReplayMetrics, port: int, stack_dir: str | None = None, scrape_wait_s: float = 0.0) -> None:
+        self.scrapes = ScrapeSignal(metrics.registry)
         self.server, self.port = metrics.serve(port)
         self.target: Path | None = None
         if stack_dir:

@@ -1,11 +1,13 @@
 """The class-protection experiment on the live stack: real Redis, redis_exporter, Prometheus.
 
-Each scenario of :mod:`cachetuner.tenants.qos` runs against the stack's Redis: ``FLUSHALL``, one
-``CONFIG SET`` of ``maxmemory`` and the eviction policy (through :class:`LiveRedisBackend`), then the
-tenant workload is replayed ``speedup`` times faster than its clock (TTLs shrink by the same factor) as
-a read-through application with the scenario's TTLs. Afterwards every interval of ``interval_s``
-trace seconds is read back from Prometheus with PromQL (``MetricsSnapshot.tenants``: per-tenant gets,
-hits, bytes and p95 of the client-side histogram).
+Each scenario of :mod:`cachetuner.tenants.qos` is served on the stack's Redis by
+:func:`cachetuner.live.served.serve_trace`: ``FLUSHALL``, one ``CONFIG SET`` of ``maxmemory`` and the
+eviction policy, then the tenant workload replayed ``speedup`` times faster than its clock (TTLs shrink
+by the same factor), in exact trace order, starting right after a scrape; every interval of
+``interval_s`` trace seconds is read back from Prometheus with PromQL (``MetricsSnapshot.tenants``:
+per-tenant gets, hits, bytes and p95 of the client-side histogram). Intervals are the simulator's
+intervals and the shares are computed by the simulated experiment's own
+:func:`~cachetuner.tenants.qos.p95_met`, with the same ``warmup``.
 """
 
 from __future__ import annotations
@@ -14,16 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import redis
 
 from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
-from cachetuner.live.backend import LiveRedisBackend
-from cachetuner.live.replay import ReplayOptions, replay
+from cachetuner.live.resp import redis_client
+from cachetuner.live.served import serve_trace
 from cachetuner.live.stack import load_state
-from cachetuner.tenants.qos import DEFAULT_SCENARIOS, QosScenario
+from cachetuner.tenants.qos import DEFAULT_SCENARIOS, QosScenario, p95_met
 from cachetuner.traces.trace import Trace
-from cachetuner.ttl.keyspace import QOS_CLASSES
+from cachetuner.ttl.keyspace import QOS_CLASSES, keyspace_for
 
 
 def live_qos_experiment(
@@ -45,51 +46,48 @@ def live_qos_experiment(
         raise ConfigError(f"--stack-dir {stack_dir}: no stack.json there (run `cachetuner stack up --dir {stack_dir}`)")
     classes = dict(zip(trace.meta["tenants"], trace.meta["tenant_classes"], strict=True))
     maxmem = int(memory_share * trace.working_set_bytes())
-    wall_interval = interval_s / speedup
-    backend = LiveRedisBackend(info.redis_url, info.prometheus_url, interval_s=wall_interval)
-    r = redis.Redis.from_url(info.redis_url)
+    ks = keyspace_for(trace)
+    r = redis_client(info.redis_url, socket_timeout=5.0)
     report: dict[str, Any] = {"workload": trace.name, "policy": policy, "maxmemory": maxmem, "speedup": speedup,
                               "interval_s": interval_s, "warmup_intervals": warmup, "scenarios": {}}  # fmt: skip
+    requested = {t: int(len(np.unique(trace.keys[trace.meta["key_tenant"][trace.keys] == k])))
+                 for k, t in enumerate(trace.meta["tenants"])}  # fmt: skip
     for i, sc in enumerate(scenarios):
-        r.flushall()
-        if not backend.apply(RedisConfig(maxmemory=maxmem, maxmemory_policy=sc.maxmemory_policy)).ok:  # type: ignore[arg-type]
-            raise ConfigError(f"CONFIG SET refused on {info.redis_url}")
-        opts = ReplayOptions(speedup=speedup, duration_s=trace.duration / speedup + 60, stack_dir=stack_dir,
-                             sample_rate=0.0, ttl_policy=policy, no_ttl_classes=list(sc.no_ttl_classes))  # fmt: skip
         evicted0 = int(r.info("stats")["evicted_keys"])
-        res = replay(trace, info.redis_url, opts)
-        n = int((res.wall_end - res.wall_start) // wall_interval)
+        config = RedisConfig(maxmemory=maxmem, maxmemory_policy=sc.maxmemory_policy)  # type: ignore[arg-type]
+        run = serve_trace(trace, stack_dir, config, ttl_policy=policy, keyspace=ks, no_ttl_classes=sc.no_ttl_classes,
+                          speedup=speedup, interval_s=interval_s)  # fmt: skip
+        res, n = run.result, len(run.snapshots)
         per: dict[str, dict[str, list[float]]] = {t: {"gets": [], "hits": [], "p95": []} for t in classes}
-        for j in range(n):
-            snap = backend.read(res.wall_start + j * wall_interval, res.wall_start + (j + 1) * wall_interval)
+        for snap in run.snapshots:
             for t in classes:
                 m = snap.tenants.get(t)
                 per[t]["gets"].append(m.gets if m else 0)
                 per[t]["hits"].append(m.hits if m else 0)
                 per[t]["p95"].append(m.latency_p95_ms if m else float("nan"))
         resident = {t: sum(1 for _ in r.scan_iter(f"t:{t}:*".encode(), count=5000)) for t in classes}
-        requested = {t: int(len(np.unique(trace.keys[trace.meta["key_tenant"][trace.keys] == k])))
-                     for k, t in enumerate(trace.meta["tenants"])}  # fmt: skip
         tenants = {}
         for t, d in per.items():
             g, h, p = (np.asarray(d[k][warmup:], dtype=np.float64) for k in ("gets", "hits", "p95"))
             ok = np.isfinite(p) & (g > 0)
             thr = QOS_CLASSES[classes[t]][1]
+            met, counted = p95_met(np.asarray(d["p95"]), np.asarray(d["gets"]), warmup, thr)
             tenants[t] = {
                 "qos": classes[t], "p95_threshold_ms": thr, "hit_ratio": float(h.sum() / g.sum()) if g.sum() else 0.0,
                 "p95_ms_mean": float(p[ok].mean()) if ok.any() else 0.0,
-                "p95_met_share": float((p[ok] <= thr).mean()) if ok.any() else 0.0,
-                "intervals": int(ok.sum()), "client_hits": (res.tenants or {}).get(t, {}).get("hits", 0),
+                "p95_met_share": met, "intervals": counted, "client_hits": (res.tenants or {}).get(t, {}).get("hits", 0),
                 "p95_ms_series": [round(float(x), 1) for x in d["p95"]],
+                "gets_series": [int(x) for x in d["gets"]],
                 "keys_requested": requested[t], "keys_resident_at_end": resident[t],
                 "hit_ratio_series": [round(hh / gg, 4) if gg else None for hh, gg in zip(d["hits"], d["gets"], strict=True)],
             }  # fmt: skip
         report["scenarios"][sc.name] = {"maxmemory_policy": sc.maxmemory_policy, "requests": res.requests,
                                         "requests_per_s": res.requests_per_s, "intervals": n - warmup,
+                                        "scrape_aligned": run.aligned, "rejected_writes": res.rejected_writes,
                                         "evicted_keys": int(r.info("stats")["evicted_keys"]) - evicted0, "tenants": tenants}  # fmt: skip
         if on_scenario is not None:
             on_scenario(i + 1, len(scenarios), sc.name)
-    backend.close()
+    r.close()
     return report
 
 
