@@ -93,7 +93,9 @@ class StatsConfig(BaseModel):
 
 class ShadowConfig(BaseModel):
     """Live shadow mode: the treatment decides without applying; its effect is estimated by mini
-    simulations on a hash-sampled key stream (see :mod:`cachetuner.ab.shadow`)."""
+    simulations on a hash-sampled key stream (see :mod:`cachetuner.ab.shadow`). TTL arms: the
+    control serves under its TTL policy and both policies run on the minis
+    (:mod:`cachetuner.ab.ttl_shadow`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -107,6 +109,12 @@ class ShadowConfig(BaseModel):
         default_factory=dict, description="keyword arguments of LiveRedisBackend (redis_url, prometheus_url, ...)"
     )
     interval_s: float | None = Field(None, gt=0, description="live: seconds per interval; None = env.interval_s")
+    stack_dir: str | None = Field(
+        None, description="live TTL A/B: the `cachetuner stack up` folder whose Redis the control's replay serves into"
+    )
+    speedup: float = Field(
+        20.0, gt=0, description="live TTL A/B: replay the workload this many times faster than its clock (TTLs too)"
+    )
 
 
 class TrackingConfig(BaseModel):
@@ -177,8 +185,9 @@ def load_ab_config(path: str | Path) -> ABConfig:
 
 
 def check_ttl_arms(cfg: ABConfig, source: str = "<ab config>") -> None:
-    """A TTL A/B (an arm sets ``ttl``): both arms hold the same fixed ``config:``, sim mode, valid TTL
-    specs. One-line :class:`ConfigError` naming the file and the field otherwise."""
+    """A TTL A/B (an arm sets ``ttl``): both arms hold the same fixed ``config:`` and valid TTL specs;
+    live shadow mode samples keys modulo 2^24 as the replayer does. One-line :class:`ConfigError`
+    naming the file and the field otherwise."""
     if not cfg.is_ttl:
         return
     c, t = cfg.control, cfg.treatment
@@ -187,8 +196,9 @@ def check_ttl_arms(cfg: ABConfig, source: str = "<ab config>") -> None:
             raise ConfigError(field_error(source, role, "a TTL A/B holds one fixed `config:` in both arms (arms differ only in ttl)"))
     if c.config != t.config:
         raise ConfigError(field_error(source, "treatment.config", "must equal control.config (a TTL A/B compares TTLs at one configuration)"))
-    if cfg.mode != "sim":
-        raise ConfigError(field_error(source, "mode", "a TTL A/B runs in sim mode only (live shadow TTL arms are not implemented)"))
+    sh = cfg.shadow
+    if cfg.mode == "shadow" and sh.control_backend == "live" and sh.modulus != 1 << 24:
+        raise ConfigError(field_error(source, "shadow.modulus", "the live replayer samples modulo 2^24 (leave the default)"))
     for role, arm in (("control", c), ("treatment", t)):
         if arm.ttl is not None:
             make_ttl_policy(arm.ttl, field=f"{source}: field '{role}.ttl'")

@@ -15,7 +15,7 @@ from cachetuner.metrics import MetricsSnapshot
 
 #: Per-interval series logged for each arm (MLflow metric names, as steps).
 SERIES = (
-    "hit_ratio", "byte_hit_ratio", "p95_ms", "cost", "maxmemory_mb", "used_memory_mb",
+    "hit_ratio", "byte_hit_ratio", "p95_ms", "p99_ms", "cost", "maxmemory_mb", "used_memory_mb",
     "gets", "requests", "evictions", "backend_calls", "stale_share", "mean_ttl_s",
 )
 
@@ -27,6 +27,7 @@ def record_of(snap: MetricsSnapshot, cost: dict[str, float] | float) -> dict[str
         "hit_ratio": snap.hit_ratio,
         "byte_hit_ratio": snap.byte_hit_ratio,
         "p95_ms": float(snap.latency_p95_ms),
+        "p99_ms": float(snap.latency_p99_ms),
         "cost": total,
         "maxmemory_mb": snap.maxmemory / 2**20,
         "used_memory_mb": snap.used_memory / 2**20,

@@ -7,6 +7,9 @@ both arms really saw the same requests in every interval.
 Shadow mode: the control runs on a real backend (live Redis, or the simulator when validating the
 estimator); the treatment runs in its own env over a :class:`~cachetuner.ab.shadow.ShadowBackend`
 that estimates each interval from the control's hash-sampled key stream.
+
+TTL arms (an arm sets ``ttl``): :mod:`cachetuner.ab.ttl_runner` in sim mode,
+:mod:`cachetuner.ab.ttl_shadow` in shadow mode.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from cachetuner.ab.config import ABConfig, ArmConfig, check_ttl_arms, resolve_en
 from cachetuner.ab.result import ABResult, ArmSeries, record_of
 from cachetuner.ab.stats import compare
 from cachetuner.ab.ttl_runner import run_ttl_sim
+from cachetuner.ab.ttl_shadow import run_ttl_shadow
 from cachetuner.errors import BackendError, ConfigError
 from cachetuner.evaluation.episode import context_from_env
 
@@ -72,7 +76,9 @@ def run_ab(
     env_cfg = arm_env_config(cfg, env_override, source)
     n = cfg.horizon_intervals if max_intervals is None else min(max_intervals, cfg.horizon_intervals)
     extras: dict[str, Any] = {}
-    if cfg.is_ttl:
+    if cfg.is_ttl and cfg.mode == "shadow":
+        control, treatment, meta, extras = run_ttl_shadow(cfg, env_cfg, n, on_step)
+    elif cfg.is_ttl:
         control, treatment, meta, extras = run_ttl_sim(cfg, env_cfg, n, on_step)
     elif cfg.mode == "sim":
         control, treatment, meta = _run_sim(cfg, env_cfg, n, on_step)
@@ -89,7 +95,7 @@ def run_ab(
         block_len=cfg.stats.block_len,
         seed=cfg.stats.seed,
     )
-    live = cfg.mode == "shadow" and cfg.shadow.control_backend == "live"
+    live = cfg.mode == "shadow" and cfg.shadow.control_backend == "live" and not cfg.is_ttl  # TTL: its own workload
     meta.update(
         workload="live traffic" if live else [w.model_dump(mode="json") for w in env_cfg.workloads],
         interval_s=env_cfg.interval_s,

@@ -165,7 +165,7 @@ class ShadowEstimator:
             rate = max(rate, min(1.0, min_keys / n_keys_hint))
         self.rate = float(rate)
         self.modulus = int(modulus)
-        self._fixed = self.params.memory.base_used_memory + self.params.clients.n_clients * self.params.clients.client_buffer_bytes
+        self._fixed = fixed_memory(self.params)
         self._global_key_bytes = key_bytes
         self._read_only = read_only
         self._seed = int(seed)
@@ -177,8 +177,7 @@ class ShadowEstimator:
     # -- configuration ------------------------------------------------------------------------------------
     def mini_config(self, config: RedisConfig) -> RedisConfig:
         """The full config with its data memory scaled by the sampling rate."""
-        data = max(config.maxmemory - self._fixed, 0)
-        return config.evolve(maxmemory=max(1, int(round(data * self.rate))) if config.maxmemory else 0)
+        return mini_config(config, self.rate, self._fixed)
 
     def set_configs(self, control: RedisConfig, treatment: RedisConfig) -> None:
         if control != self.control_config:
@@ -220,95 +219,12 @@ class ShadowEstimator:
 
     def estimate(self, control: MetricsSnapshot, mirror: MetricsSnapshot, treat: MetricsSnapshot) -> MetricsSnapshot:
         """The treatment's snapshot for an interval whose control snapshot was measured."""
-        gets = control.gets
-        # SHARDS-adj style: the hit-count difference of the minis, scaled by 1/R, over the *measured*
-        # number of gets. Dividing by the sampled gets instead would let the luck of drawing (or not)
-        # a few very hot keys, which hit in both minis, dilute or inflate the difference.
-        hr = _ratio(control.hits, gets) + _ratio(treat.hits - mirror.hits, self.rate * gets)
-        hr = float(np.clip(hr, 0.0, 1.0))
-        bhr = control.byte_hit_ratio + _ratio(treat.byte_hits - mirror.byte_hits, self.rate * control.byte_requests)
-        bhr = float(np.clip(bhr, 0.0, 1.0))
-        hits = int(round(hr * gets))
-        misses = gets - hits
-        l2_share = control.l2_hits / control.misses if control.misses else 0.0
-        cfg = self.treatment_config
-        used = int(self._fixed + treat.used_memory / self.rate) if self.rate > 0 else control.used_memory
-        if cfg.maxmemory:
-            used = min(used, cfg.maxmemory)
-
-        def shifted(c: float, t: float, m: float) -> float:
-            # never below what the treatment mini itself measured (or the control, if lower)
-            return max(float(c) + float(t) - float(m), min(float(t), float(c)), 0.0)
-
-        misses_delta = misses - control.misses
-        return MetricsSnapshot(
-            interval_s=control.interval_s,
-            requests=control.requests,
-            gets=gets,
-            hits=hits,
-            misses=misses,
-            byte_requests=control.byte_requests,
-            byte_hits=int(round(bhr * control.byte_requests)),
-            sets=max(0, control.sets + misses_delta),
-            evictions=int(round(treat.evictions / self.rate)) if self.rate > 0 else 0,
-            expirations=int(round(treat.expirations / self.rate)) if self.rate > 0 else 0,
-            rejected_writes=int(round(treat.rejected_writes / self.rate)) if self.rate > 0 else 0,
-            commands=max(0, control.commands + misses_delta),
-            used_memory=used,
-            peak_used_memory=used,
-            maxmemory=cfg.maxmemory,
-            keys=int(round(treat.keys / self.rate)) if self.rate > 0 else 0,
-            connected_clients=control.connected_clients,
-            reconnects=int(round(treat.reconnects / self.rate)) if self.rate > 0 else 0,
-            l2_hits=int(round(l2_share * misses)),
-            l2_used_bytes=control.l2_used_bytes,
-            latency_p50_ms=self._quantile(0.50, control.latency_p50_ms, control, gets, misses, l2_share,
-                                          shifted(control.latency_p50_ms, treat.latency_p50_ms, mirror.latency_p50_ms)),
-            latency_p95_ms=self._quantile(0.95, control.latency_p95_ms, control, gets, misses, l2_share,
-                                          shifted(control.latency_p95_ms, treat.latency_p95_ms, mirror.latency_p95_ms)),
-            latency_p99_ms=self._quantile(0.99, control.latency_p99_ms, control, gets, misses, l2_share,
-                                          shifted(control.latency_p99_ms, treat.latency_p99_ms, mirror.latency_p99_ms)),
-            latency_mean_ms=shifted(control.latency_mean_ms, treat.latency_mean_ms, mirror.latency_mean_ms),
-            miss_cost=control.miss_cost * (misses / control.misses) if control.misses else 0.0,
-            config=cfg,
-            stale=control.stale,
-        )
-
-    def _quantile(self, q: float, measured: float, control: MetricsSnapshot, gets: int, misses: int,
-                  l2_share: float, fallback: float) -> float:
-        """Latency quantile ``q`` of the treatment.
-
-        When the quantile lies in the backend-call tail for both arms (slow share ``s > 1 - q`` with a
-        margin), latency is a mixture in which only the slow share changes, and the slow path is
-        lognormal (sigma ``latency.miss_sigma``): then ``Q_t = Q_c · exp(σ (z_t − z_c))`` with
-        ``z = Φ⁻¹(1 − (1 − q) / s)``. Scaling the *measured* control quantile keeps the live
-        backend's real latency level. Otherwise (quantile among hits) the minis' difference is used.
-        """
-        from scipy.stats import norm
-
-        if gets <= 0 or not np.isfinite(measured) or measured <= 0:
-            return fallback
-        s_c = max(control.misses - control.l2_hits, 0) / gets
-        s_t = misses * (1.0 - l2_share) / gets
-        tail = 1.0 - q
-        if min(s_c, s_t) <= tail * 1.25:
-            return fallback
-        sigma = self.params.latency.miss_sigma
-        z_c = norm.ppf(1.0 - tail / s_c)
-        z_t = norm.ppf(1.0 - tail / s_t)
-        return float(measured * np.exp(sigma * (z_t - z_c)))
+        return estimate_snapshot(control, mirror, treat, rate=self.rate, fixed=self._fixed,
+                                 config=self.treatment_config, params=self.params)  # fmt: skip
 
     # -- internals ----------------------------------------------------------------------------------------
     def _mini_params(self) -> SimParams:
-        p = self.params
-        clients = max(1, int(round(p.clients.n_clients * self.rate)))
-        return p.model_copy(
-            update={
-                "memory": p.memory.model_copy(update={"base_used_memory": 0}),
-                "clients": p.clients.model_copy(update={"client_buffer_bytes": 0, "n_clients": clients}),
-                "l2": p.l2.model_copy(update={"enabled": False}),
-            }
-        )
+        return mini_params(self.params, self.rate)
 
     def _build(self, capacity: int) -> None:
         from cachetuner.sim import TieredCacheSim
@@ -349,6 +265,116 @@ class ShadowEstimator:
             order = np.argsort(allk, kind="stable")
             self._known, self._ids = allk[order], alli[order]
         return self._ids[np.searchsorted(self._known, keys)]
+
+
+def fixed_memory(params: SimParams) -> int:
+    """Memory a full cache uses whatever it holds (Redis's base and the client buffers): not scaled."""
+    return int(params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes)
+
+
+def mini_config(config: RedisConfig, rate: float, fixed: int) -> RedisConfig:
+    """``config`` with its data memory (``maxmemory`` less the fixed part) scaled by the sampling rate."""
+    data = max(config.maxmemory - fixed, 0)
+    return config.evolve(maxmemory=max(1, int(round(data * rate))) if config.maxmemory else 0)
+
+
+def mini_params(params: SimParams, rate: float) -> SimParams:
+    """The minis' parameters: no fixed memory, clients scaled by ``rate`` (comparable idle times), no L2."""
+    clients = max(1, int(round(params.clients.n_clients * rate)))
+    return params.model_copy(
+        update={
+            "memory": params.memory.model_copy(update={"base_used_memory": 0}),
+            "clients": params.clients.model_copy(update={"client_buffer_bytes": 0, "n_clients": clients}),
+            "l2": params.l2.model_copy(update={"enabled": False}),
+        }
+    )
+
+
+def estimate_snapshot(
+    control: MetricsSnapshot, mirror: MetricsSnapshot, treat: MetricsSnapshot, *, rate: float, fixed: int,
+    config: RedisConfig, params: SimParams,
+) -> MetricsSnapshot:  # fmt: skip
+    """The treatment's snapshot of an interval: the measured ``control`` shifted by the difference of
+    the two minis (``treat`` - ``mirror``), which saw the same sampled requests at ``rate``."""
+    gets = control.gets
+    # SHARDS-adj style: the hit-count difference of the minis, scaled by 1/R, over the *measured*
+    # number of gets. Dividing by the sampled gets instead would let the luck of drawing (or not)
+    # a few very hot keys, which hit in both minis, dilute or inflate the difference.
+    hr = _ratio(control.hits, gets) + _ratio(treat.hits - mirror.hits, rate * gets)
+    hr = float(np.clip(hr, 0.0, 1.0))
+    bhr = control.byte_hit_ratio + _ratio(treat.byte_hits - mirror.byte_hits, rate * control.byte_requests)
+    bhr = float(np.clip(bhr, 0.0, 1.0))
+    hits = int(round(hr * gets))
+    misses = gets - hits
+    l2_share = control.l2_hits / control.misses if control.misses else 0.0
+    used = int(fixed + treat.used_memory / rate) if rate > 0 else control.used_memory
+    if config.maxmemory:
+        used = min(used, config.maxmemory)
+
+    def shifted(c: float, t: float, m: float) -> float:
+        # never below what the treatment mini itself measured (or the control, if lower)
+        return max(float(c) + float(t) - float(m), min(float(t), float(c)), 0.0)
+
+    def quantile(q: float, measured: float, t: float, m: float) -> float:
+        return _quantile(q, measured, control, gets, misses, l2_share, params.latency.miss_sigma, shifted(measured, t, m))
+
+    def scaled(x: int) -> int:
+        return int(round(x / rate)) if rate > 0 else 0
+
+    misses_delta = misses - control.misses
+    return MetricsSnapshot(
+        interval_s=control.interval_s,
+        requests=control.requests,
+        gets=gets,
+        hits=hits,
+        misses=misses,
+        byte_requests=control.byte_requests,
+        byte_hits=int(round(bhr * control.byte_requests)),
+        sets=max(0, control.sets + misses_delta),
+        evictions=scaled(treat.evictions),
+        expirations=scaled(treat.expirations),
+        rejected_writes=scaled(treat.rejected_writes),
+        commands=max(0, control.commands + misses_delta),
+        used_memory=used,
+        peak_used_memory=used,
+        maxmemory=config.maxmemory,
+        keys=scaled(treat.keys),
+        connected_clients=control.connected_clients,
+        reconnects=scaled(treat.reconnects),
+        l2_hits=int(round(l2_share * misses)),
+        l2_used_bytes=control.l2_used_bytes,
+        latency_p50_ms=quantile(0.50, control.latency_p50_ms, treat.latency_p50_ms, mirror.latency_p50_ms),
+        latency_p95_ms=quantile(0.95, control.latency_p95_ms, treat.latency_p95_ms, mirror.latency_p95_ms),
+        latency_p99_ms=quantile(0.99, control.latency_p99_ms, treat.latency_p99_ms, mirror.latency_p99_ms),
+        latency_mean_ms=shifted(control.latency_mean_ms, treat.latency_mean_ms, mirror.latency_mean_ms),
+        miss_cost=control.miss_cost * (misses / control.misses) if control.misses else 0.0,
+        config=config,
+        stale=control.stale,
+    )
+
+
+def _quantile(q: float, measured: float, control: MetricsSnapshot, gets: int, misses: int, l2_share: float,
+              sigma: float, fallback: float) -> float:  # fmt: skip
+    """Latency quantile ``q`` of the treatment.
+
+    When the quantile lies in the backend-call tail for both arms (slow share ``s > 1 - q`` with a
+    margin), latency is a mixture in which only the slow share changes, and the slow path is
+    lognormal (sigma ``latency.miss_sigma``): then ``Q_t = Q_c · exp(σ (z_t − z_c))`` with
+    ``z = Φ⁻¹(1 − (1 − q) / s)``. Scaling the *measured* control quantile keeps the live
+    backend's real latency level. Otherwise (quantile among hits) the minis' difference is used.
+    """
+    from scipy.stats import norm
+
+    if gets <= 0 or not np.isfinite(measured) or measured <= 0:
+        return fallback
+    s_c = max(control.misses - control.l2_hits, 0) / gets
+    s_t = misses * (1.0 - l2_share) / gets
+    tail = 1.0 - q
+    if min(s_c, s_t) <= tail * 1.25:
+        return fallback
+    z_c = norm.ppf(1.0 - tail / s_c)
+    z_t = norm.ppf(1.0 - tail / s_t)
+    return float(measured * np.exp(sigma * (z_t - z_c)))
 
 
 def _ratio(a: float, b: float) -> float:

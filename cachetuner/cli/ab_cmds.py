@@ -35,7 +35,8 @@ MaxIntervals = Annotated[
 NoTrack = Annotated[bool, typer.Option("--no-track", help="do not log to MLflow")]
 StackDir = Annotated[
     Path | None,
-    typer.Option("--stack-dir", help="live shadow mode: take redis_url / prometheus_url from this `cachetuner stack up` folder"),
+    typer.Option("--stack-dir", help="live shadow mode: take redis_url / prometheus_url from this `cachetuner stack up` "
+                "folder (TTL arms: the control's replay serves its Redis)"),
 ]
 
 
@@ -48,7 +49,8 @@ def _with_stack(cfg: Any, stack_dir: Path | None) -> Any:
     if info is None:
         raise ConfigError(f"--stack-dir {stack_dir}: no stack.json there (run `cachetuner stack up --dir {stack_dir}`)")
     opts = {**cfg.shadow.backend_options, "redis_url": info.redis_url, "prometheus_url": info.prometheus_url}
-    return cfg.model_copy(update={"shadow": cfg.shadow.model_copy(update={"backend_options": opts})})
+    shadow = cfg.shadow.model_copy(update={"backend_options": opts, "stack_dir": str(stack_dir)})
+    return cfg.model_copy(update={"shadow": shadow})
 
 
 def _env_override(trace: str | None, format: str, size_model: str | None, rate: float | None, seed: int | None,

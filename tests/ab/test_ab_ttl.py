@@ -82,8 +82,9 @@ def test_ttl_ab_config_errors(tmp_path: Path) -> None:
          "field 'treatment.ttl': unknown TTL policy 'nope'; valid: "),
         ({"control": {"config": CFG, "ttl": "fixed"}, "treatment": {"config": CFG, "ttl": "rules"}},
          "field 'control.ttl': 'fixed': fixed needs seconds"),
-        ({"mode": "shadow", "control": {"config": CFG, "ttl": "fixed:300"}, "treatment": {"config": CFG, "ttl": "rules"}},
-         "field 'mode': a TTL A/B runs in sim mode only"),
+        ({"mode": "shadow", "shadow": {"modulus": 1000},
+          "control": {"config": CFG, "ttl": "fixed:300"}, "treatment": {"config": CFG, "ttl": "rules"}},
+         "field 'shadow.modulus': the live replayer samples modulo 2^24"),
     ]  # fmt: skip
     for doc, msg in cases:
         bad.write_text(yaml.safe_dump({"horizon_intervals": 10, **doc}))
