@@ -136,7 +136,7 @@ def pool_populate(S, now):
 
 
 # ----------------------------------------------------------------------------- victims
-@nb.njit(**_JIT)
+@nb.njit(**_INLINE)
 def select_victim(S, now):
     """The key performEvictions() would delete next, or -1 when nothing can be evicted."""
     keys = S.ipar[P_KEYS]
