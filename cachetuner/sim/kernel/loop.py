@@ -10,7 +10,7 @@ import numba as nb
 
 from cachetuner.sim.kernel.clients import pick_client
 from cachetuner.sim.kernel.clocks import LFU_INIT_VAL, lfu_minutes, lru_clock
-from cachetuner.sim.kernel.common import _ENTRY, _INLINE, _JIT, prefetch_row, rng_uniform, used_memory
+from cachetuner.sim.kernel.common import _ENTRY, _INLINE, _JIT, below_shift, prefetch_row, rng_below_by, used_memory
 from cachetuner.sim.kernel.cron import advance_clock
 from cachetuner.sim.kernel.dictmodel import dict_add
 from cachetuner.sim.kernel.evict import evict_one, perform_evictions, select_victim
@@ -175,6 +175,8 @@ def replay(S, ts, keys, sizes, ops, ttls, out):
     miss_tab = S.miss_tab
     n_jit = jit_tab.shape[0]
     n_miss = miss_tab.shape[0]
+    jit_shift = below_shift(n_jit)
+    miss_shift = below_shift(n_miss)
     hist = S.hist
     bounds = S.bounds
     fcnt = S.fcnt
@@ -223,7 +225,7 @@ def replay(S, ts, keys, sizes, ops, ttls, out):
             cnt[C_EXPIRED] += 1
         cnt[C_CMDS] += 1
         if latency:  # jitter(l1)
-            lat += l1 * jit_tab[int(rng_uniform(rng) * n_jit)]
+            lat += l1 * jit_tab[rng_below_by(rng, n_jit, jit_shift)]
 
         do_write = False
         hit = 0.0
@@ -266,11 +268,11 @@ def replay(S, ts, keys, sizes, ops, ttls, out):
                 else:
                     cnt[C_BACKEND] += 1
                     if latency:  # backend_ms()
-                        lat += miss_ms * miss_tab[int(rng_uniform(rng) * n_miss)]
+                        lat += miss_ms * miss_tab[rng_below_by(rng, n_miss, miss_shift)]
                     if read_only:
                         cnt[C_CMDS] += 1
                         if latency:
-                            lat += net + l1 * jit_tab[int(rng_uniform(rng) * n_jit)]
+                            lat += net + l1 * jit_tab[rng_below_by(rng, n_jit, jit_shift)]
                         else:
                             lat += net + 0.0
                         ttl = ttls[i]
