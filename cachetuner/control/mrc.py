@@ -30,4 +30,5 @@ class MRCController:
         self.decider.reset()
 
     def decide(self, ctx: DecisionContext) -> RedisConfig:
-        return self.decider.decide(ctx.curves, ctx.prices, ctx.snapshot.gets, ctx.config, ctx.space)
+        snap = ctx.snapshot
+        return self.decider.decide(ctx.curves, ctx.prices, snap.gets, ctx.config, ctx.space, snap.gets - snap.hits)

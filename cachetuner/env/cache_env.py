@@ -404,9 +404,12 @@ class CacheTuningEnv(gym.Env):
         """What the ``mrc`` controller would run next (:class:`~cachetuner.mrc.decide.MRCDecider`, the same
         rule): ``mrc-offset`` actions and the MRC observation features are relative to it."""
         assert self.mrc is not None
-        proposal = self._decider.decide(self.mrc.curves(), self.prices, snap.gets, self.backend.config, self.space)
+        config = self.backend.config
+        proposal = self._decider.decide(self.mrc.curves(), self.prices, snap.gets, config, self.space,
+                                        snap.gets - snap.hits)
         self._cost_curve = self._decider.last
-        self._anchor = proposal if self._cost_curve is not None else None
+        # without a cost curve yet the anchor exists only when the rule moves anyway (free growth)
+        self._anchor = proposal if (self._cost_curve is not None or proposal != config) else None
 
     def _info(self, snap: MetricsSnapshot, cost: dict[str, float], config: RedisConfig) -> dict[str, Any]:
         return {

@@ -70,6 +70,13 @@ class MRCControlSettings(BaseModel):
     gets_smoothing: float = Field(
         0.05, gt=0, le=1, description="EWMA weight of the newest interval's GET count: size for the sustained load, not a burst"
     )
+    free_growth: float = Field(
+        0.01, ge=0, le=1, description="grow straight to the largest allowed size, curves ready or not, when its extra "
+        "memory (+ switch) cost per interval is at most this share of the current misses' cost: misses do not rise "
+        "with size, so such a move can lose no more than that share, while growing step by step behind a young "
+        "curve (which underrates large caches) loses every interval it waits (list prices: memory ~1e-5 of the "
+        "miss cost); 0 = off"
+    )
     change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
     policy_min_gain: float = Field(
         0.03, ge=0, le=1, description="a policy switch needs the other policy's predicted hit ratio at the target "
@@ -90,17 +97,24 @@ class MRCDecider:
 
     def reset(self) -> None:
         self.gets: float | None = None
+        self.misses: float | None = None
         self.last: CostCurve | None = None
         self._candidate: tuple[str, int] | None = None
         self._streak = 0
 
     def decide(
-        self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace
+        self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace,
+        misses: float | None = None,
     ) -> RedisConfig:
-        """The config to run next (``cur`` to hold)."""
+        """The config to run next (``cur`` to hold). ``misses``: the last interval's (enables ``free_growth``)."""
         s = self.settings
         g = float(gets)
         self.gets = g if self.gets is None else (1 - s.gets_smoothing) * self.gets + s.gets_smoothing * g
+        if misses is not None:
+            m = float(misses)
+            self.misses = m if self.misses is None else (1 - s.gets_smoothing) * self.misses + s.gets_smoothing * m
+        if self._free_growth(prices, cur, space):
+            return cur.evolve(maxmemory=int(space.max_bytes))
         if curves is None or not self.gets or not curves.ready(s.min_weight):
             return cur
         policies = [p for p in curves.policies if p in space.policies]
@@ -142,6 +156,14 @@ class MRCDecider:
         if saving * s.payback_intervals <= prices.switch + self._refill_cost(curves, prices, cur, target):
             return cur
         return self._move(cur, target)
+
+    def _free_growth(self, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> bool:
+        """Whether growing to the largest size risks at most ``free_growth`` of the misses' cost (see the setting)."""
+        s = self.settings
+        if not s.free_growth or self.misses is None or cur.maxmemory >= space.max_bytes:
+            return False
+        worst_loss = float(prices.memory_cost(space.max_bytes) - prices.memory_cost(cur.maxmemory)) + prices.switch
+        return worst_loss <= s.free_growth * self.misses * prices.miss
 
     @staticmethod
     def _band_edge(cc: CostCurve, policy: str, current: int, band: float) -> int:

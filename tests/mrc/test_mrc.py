@@ -289,3 +289,24 @@ def test_mrc_switches_policy_only_for_a_gain_beyond_the_curves_error(lfu_gain: f
     for _ in range(3):
         cur = dec.decide(curves, prices, 1000.0, cur, space)
     assert (cur.maxmemory_policy == "allkeys-lfu") is switches
+
+
+@pytest.mark.parametrize(("memory_per_gib_hour", "grows"), [(0.016, True), (100.0, False)])
+def test_mrc_grows_straight_to_the_largest_size_only_when_that_cannot_cost_more_than_a_sliver(
+    memory_per_gib_hour: float, grows: bool
+) -> None:
+    """``free_growth``: misses do not rise with size, so a move whose extra memory costs at most 1 % of the
+    misses' cost is taken at once, before any curve is ready (list prices); with dear memory the rule
+    waits for the curves as before."""
+    from cachetuner.mrc.decide import MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=1 << 30, policies=("allkeys-lru",), timeouts=(0,))
+    prices = Prices(memory_per_gib_hour=memory_per_gib_hour, miss=0.002, switch=0.002, interval_s=10)
+    cur = RedisConfig(maxmemory=64 << 20, maxmemory_policy="allkeys-lru")
+    dec = MRCDecider()
+    out = dec.decide(None, prices, gets=1000, cur=cur, space=space, misses=400)
+    assert out.maxmemory == ((1 << 30) if grows else cur.maxmemory)
+    assert out.maxmemory_policy == cur.maxmemory_policy
+    assert dec.decide(None, prices, gets=1000, cur=cur, space=space).maxmemory == out.maxmemory  # EWMA kept
+    assert MRCDecider().decide(None, prices, gets=1000, cur=cur, space=space) == cur  # no misses: no bound
