@@ -8,7 +8,7 @@ and :meth:`TieredCacheSim.clone` copies the random stream too.
 One module per concern, each importing only modules listed before it (numba resolves a callee
 through the caller's module globals, so every helper is a module-level ``njit`` function)::
 
-    common     compile options, xorshift64* random stream, used_memory
+    common     compile options, xorshift64* random stream, used_memory, the prefetch hint
     clocks     LRU clock, LFU minutes / decay / Morris increment (the robj lru field)
     dictmodel  the main hash table: add / delete / resize, dictGetSomeKeys, dictGetRandomKey
     keyspace   resident keys, keys with a TTL, exact-LRU list, dbDelete, lookupKey's touch
