@@ -247,7 +247,7 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
 
 def copy_state(s: KState) -> KState:
     """Deep copy (every array copied; ``kv`` stays cache-line aligned)."""
-    return KState(*(cache_aligned(a) if name == "kv" else a.copy() for name, a in zip(KState._fields, s)))
+    return KState(*(cache_aligned(a) if name == "kv" else a.copy() for name, a in zip(KState._fields, s, strict=True)))
 
 
 class KernelViewType(types.Type):

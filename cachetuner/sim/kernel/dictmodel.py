@@ -12,7 +12,16 @@ import numba as nb
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from cachetuner.sim.kernel.common import _INLINE, _JIT, _U11, _U27, prefetch_row, rng_below, rng_next, used_memory
+from cachetuner.sim.kernel.common import (
+    _INLINE,
+    _JIT,
+    _U11,
+    _U27,
+    prefetch_row,
+    rng_below,
+    rng_next,
+    used_memory,
+)
 from cachetuner.sim.slots import I_HSIZE, I_NRES, KV_HNEXT, P_MAXMEM
 
 DICT_HT_INITIAL_SIZE = 4        # dict.h

@@ -10,7 +10,15 @@ import numba as nb
 
 from cachetuner.sim.kernel.clients import pick_client
 from cachetuner.sim.kernel.clocks import LFU_INIT_VAL, lfu_minutes, lru_clock
-from cachetuner.sim.kernel.common import _ENTRY, _INLINE, _JIT, below_shift, prefetch_row, rng_below_by, used_memory
+from cachetuner.sim.kernel.common import (
+    _ENTRY,
+    _INLINE,
+    _JIT,
+    below_shift,
+    prefetch_row,
+    rng_below_by,
+    used_memory,
+)
 from cachetuner.sim.kernel.cron import advance_clock
 from cachetuner.sim.kernel.dictmodel import dict_add
 from cachetuner.sim.kernel.evict import evict_one, perform_evictions, select_victim
