@@ -39,6 +39,7 @@ from cachetuner.errors import ServiceError
 from cachetuner.live import sampling
 from cachetuner.live.resp import redis_client
 from cachetuner.live.stack import SCRAPE_INTERVAL_S
+from cachetuner.live.stream_tail import StreamTail
 from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, TenantMetrics, histogram_quantile
 
 #: Default cost of one backend (inference) call, as the simulator's ``CostParams.miss_cost``.
@@ -118,6 +119,7 @@ class LiveRedisBackend:
         self._boundary = 0.0
         self._window = (0.0, 0.0)
         self._config_from_redis()
+        self._tail: StreamTail | None = None  # started by the first recent_requests() (see there)
 
     # ------------------------------------------------------------------ protocol
     @property
@@ -194,17 +196,30 @@ class LiveRedisBackend:
         import redis
 
         lo, hi = self._window
-        try:
-            entries = self._raw.xrange(
-                sampling.stream_key(self.key_prefix), min=f"{int(lo * 1000)}-0", max=f"{int(hi * 1000)}-0", count=100_000
-            )
-        except redis.RedisError:
-            return RequestSample(rate=self._sample_rate)
+        if self._tail is None:
+            # From now on the stream is followed while it is written (cachetuner.live.stream_tail): an
+            # allkeys-* policy may evict it between two end-of-interval reads. Started only by a caller
+            # that reads the stream, and polling twice an interval: each XRANGE counts as a keyspace
+            # hit (or miss) of the Redis being measured, as the single read per interval did before.
+            self._tail = StreamTail(self.redis_url, sampling.stream_key(self.key_prefix),
+                                    poll_s=max(0.5, self.interval_s / 2), retention_s=max(120.0, 20 * self.interval_s))
+        if self._tail.reads_ok:
+            entries = self._tail.window(lo, hi)
+        else:  # the tail has not read yet (just started, or Redis was down): read the window directly
+            try:
+                entries = self._raw.xrange(
+                    sampling.stream_key(self.key_prefix), min=f"{int(lo * 1000)}", max=f"({int(hi * 1000)}",
+                    count=100_000,
+                )
+            except redis.RedisError:
+                return RequestSample(rate=self._sample_rate)
         sample = sampling.entries_to_sample(entries, self._sample_rate)
         self._sample_rate = sample.rate
         return sample
 
     def close(self) -> None:
+        if self._tail is not None:
+            self._tail.close()
         for c in (self._redis, self._raw):
             with contextlib.suppress(Exception):  # closing must not raise
                 c.close()

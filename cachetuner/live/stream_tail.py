@@ -1,0 +1,80 @@
+"""Follow the replayer's sampled-request stream while it is written, so that no interval loses it.
+
+Why: the stream is a key in the Redis being tuned (``{prefix}sampled``), so under an ``allkeys-*``
+policy Redis may evict it like any other key. With Redis's one-second LRU clock and a small cache
+that turns over in seconds, the stream's idle time ties with many keys'. An eviction drops every
+entry not yet read; XADD then starts a new stream. Reading the whole interval once at its end
+therefore lost it whenever the stream was evicted in between (a live shadow A/B saw 16 sampled keys of
+~2,000 in one CI run). Polling with ``XRANGE`` from the last id read every ``poll_s`` loses at most
+the entries written since the last poll. ``XRANGE`` only, not ``XREAD``, and no trimming: the
+least-privileged daemon user may run ``XRANGE`` on the stream and nothing else, and other readers may
+share the stream.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from cachetuner.live.resp import redis_client
+
+
+def _ms(entry_id: Any) -> int:
+    raw = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+    return int(raw.split("-", 1)[0])
+
+
+class StreamTail:
+    """Entries of one stream, read every ``poll_s`` by a daemon thread and kept for ``retention_s``."""
+
+    def __init__(self, redis_url: str, key: str, *, poll_s: float = 0.25, retention_s: float = 120.0) -> None:
+        self.key, self.poll_s, self.retention_s = key, float(poll_s), float(retention_s)
+        self._r = redis_client(redis_url, socket_timeout=5.0)
+        self._entries: deque[tuple[int, Any]] = deque()
+        self._last: str | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.reads_ok = 0  # successful polls (0: the tail has seen nothing; callers fall back)
+        self._thread = threading.Thread(target=self._loop, name="stream-tail", daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        lo = "-" if self._last is None else f"({self._last}"
+        got = self._r.xrange(self.key, min=lo, max="+", count=50_000)
+        cutoff = int((time.time() - self.retention_s) * 1000)
+        with self._lock:
+            for eid, fields in got:
+                self._entries.append((_ms(eid), (eid, fields)))
+            if got:
+                last = got[-1][0]
+                self._last = last.decode() if isinstance(last, bytes) else str(last)
+            while self._entries and self._entries[0][0] < cutoff:
+                self._entries.popleft()
+            self.reads_ok += 1
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._poll()
+            except Exception:  # noqa: BLE001 (Redis down or slow: the next poll retries; reads fall back)
+                pass
+            self._stop.wait(self.poll_s)
+
+    def window(self, start_s: float, end_s: float) -> list:
+        """Entries whose id time lies in ``[start_s, end_s)`` (Unix seconds), in stream order (raw bytes)."""
+        lo, hi = int(start_s * 1000), int(end_s * 1000)
+        with self._lock:
+            return [e for ms, e in self._entries if lo <= ms < hi]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.poll_s + 6.0)
+        try:
+            self._r.close()
+        except Exception:  # noqa: BLE001 (closing must not raise)
+            pass
+
+
+__all__ = ["StreamTail"]
