@@ -13,6 +13,7 @@ share the stream.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -56,10 +57,8 @@ class StreamTail:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
+            with contextlib.suppress(Exception):  # Redis down or slow: the next poll retries; reads fall back
                 self._poll()
-            except Exception:  # noqa: BLE001 (Redis down or slow: the next poll retries; reads fall back)
-                pass
             self._stop.wait(self.poll_s)
 
     def window(self, start_s: float, end_s: float) -> list:
@@ -71,10 +70,8 @@ class StreamTail:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=self.poll_s + 6.0)
-        try:
+        with contextlib.suppress(Exception):  # closing must not raise
             self._r.close()
-        except Exception:  # noqa: BLE001 (closing must not raise)
-            pass
 
 
 __all__ = ["StreamTail"]
