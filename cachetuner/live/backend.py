@@ -196,23 +196,23 @@ class LiveRedisBackend:
         import redis
 
         lo, hi = self._window
-        if self._tail is None:
-            # From now on the stream is followed while it is written (cachetuner.live.stream_tail): an
-            # allkeys-* policy may evict it between two end-of-interval reads. Started only by a caller
-            # that reads the stream, and polling twice an interval: each XRANGE counts as a keyspace
-            # hit (or miss) of the Redis being measured, as the single read per interval did before.
-            self._tail = StreamTail(self.redis_url, sampling.stream_key(self.key_prefix),
-                                    poll_s=max(0.5, self.interval_s / 2), retention_s=max(120.0, 20 * self.interval_s))
-        if self._tail.reads_ok:
+        if self._tail is not None and self._tail.reads_ok:
             entries = self._tail.window(lo, hi)
-        else:  # the tail has not read yet (just started, or Redis was down): read the window directly
+        else:  # the first call (the tail starts below) or the tail could not read yet: read the window directly
             try:
                 entries = self._raw.xrange(
-                    sampling.stream_key(self.key_prefix), min=f"{int(lo * 1000)}", max=f"({int(hi * 1000)}",
+                    sampling.stream_key(self.key_prefix), min=f"{int(lo * 1000)}-0", max=f"{int(hi * 1000)}-0",
                     count=100_000,
                 )
             except redis.RedisError:
                 return RequestSample(rate=self._sample_rate)
+        if self._tail is None:
+            # From now on the stream is followed while it is written (cachetuner.live.stream_tail): an
+            # allkeys-* policy may evict it between two end-of-interval reads. Started only by a caller
+            # that reads the stream; each poll (XRANGE) counts as a keyspace hit or miss of the Redis
+            # being measured, four a second.
+            self._tail = StreamTail(self.redis_url, sampling.stream_key(self.key_prefix), poll_s=0.25,
+                                    retention_s=max(120.0, 20 * self.interval_s))
         sample = sampling.entries_to_sample(entries, self._sample_rate)
         self._sample_rate = sample.rate
         return sample

@@ -10,6 +10,7 @@ import redis
 
 from cachetuner.backend import CacheBackend
 from cachetuner.config import REDIS_PARAM_NAMES, REDIS_PARAMS, RedisConfig
+from cachetuner.live import sampling
 from cachetuner.live.backend import LiveRedisBackend
 from cachetuner.live.replay import ReplayOptions, replay
 from cachetuner.live.stack import LocalStack, free_port
@@ -122,8 +123,14 @@ def test_snapshot_from_prometheus_matches_info(backend: LiveRedisBackend, live_s
     assert snap.config.maxmemory_policy == "allkeys-lru"
     assert 0 < snap.latency_p50_ms <= snap.latency_p95_ms <= snap.latency_p99_ms
     assert snap.is_finite()
-    # The sampled stream (rate 0.5) holds requests of that window.
+    # The sampled stream (rate 0.5) holds requests of that window, unless Redis evicted the stream key
+    # itself after the replay (allkeys-lru over a full maxmemory, as above; docs/live.md): then the key
+    # is gone, not empty, and keys were evicted after the replay.
     sample = backend.recent_requests()
+    if len(sample.keys) == 0:
+        assert not r.exists(sampling.stream_key("cachetuner:")), "stream present but no entries read"
+        assert r.info("stats")["evicted_keys"] > i1["evicted_keys"]
+        return
     assert sample.rate == 0.5
     assert 0 < len(sample.keys) <= 15_000
     assert set(np.unique(sample.ops)) <= {0}
