@@ -31,6 +31,15 @@ SCAN_ENV: dict[str, Any] = {
 SMALL = {"maxmemory": 20_000_000, "maxmemory_policy": "allkeys-lru"}
 LARGE = {"maxmemory": 80_000_000, "maxmemory_policy": "allkeys-lru"}
 
+#: TTL A/B tests (sim and shadow mode): the bundled web07 excerpt at 20 req/s, one 6 MB config for both arms.
+TTL_ENV = {
+    "interval_s": 30,
+    "workloads": [{"trace": "bundled:web07", "name": "web07", "rate": 20, "size_model": "fixed:2000", "limit": 24000}],
+    "reward": {"kind": "cost", "miss_cost": 0.0002, "memory_cost_per_gb_hour": 2.0, "slo_penalty": 0.0, "switch_cost": 0.0},
+    "whatif": {"enabled": False},
+}
+TTL_CFG = {"maxmemory": 6_000_000, "maxmemory_policy": "allkeys-lru"}
+
 
 def ab_config(control: dict, treatment: dict, *, horizon: int = 36, **kw: Any) -> ABConfig:
     return ABConfig.model_validate(

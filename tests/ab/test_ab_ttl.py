@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from abtest_support import TTL_CFG as CFG
+from abtest_support import TTL_ENV as ENV
 from typer.testing import CliRunner
 
 import cachetuner.cli.ab_cmds  # noqa: F401  (registers the commands)
@@ -17,14 +19,6 @@ from cachetuner.cli.app import app
 from cachetuner.errors import ConfigError
 from cachetuner.hotness_model.model import HotnessLSTM, LSTMConfig
 from cachetuner.hotness_model.train import save_model
-
-ENV = {
-    "interval_s": 30,
-    "workloads": [{"trace": "bundled:web07", "name": "web07", "rate": 20, "size_model": "fixed:2000", "limit": 24000}],
-    "reward": {"kind": "cost", "miss_cost": 0.0002, "memory_cost_per_gb_hour": 2.0, "slo_penalty": 0.0, "switch_cost": 0.0},
-    "whatif": {"enabled": False},
-}
-CFG = {"maxmemory": 6_000_000, "maxmemory_policy": "allkeys-lru"}
 
 
 @pytest.fixture(scope="module")

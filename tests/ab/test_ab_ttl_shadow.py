@@ -7,18 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from abtest_support import TTL_CFG as CFG
+from abtest_support import TTL_ENV as ENV
 
 from cachetuner.ab.config import ABConfig, load_ab_config
 from cachetuner.ab.runner import run_ab
 from cachetuner.live.stack import LocalStack
-
-ENV = {
-    "interval_s": 30,
-    "workloads": [{"trace": "bundled:web07", "name": "web07", "rate": 20, "size_model": "fixed:2000", "limit": 24000}],
-    "reward": {"kind": "cost", "miss_cost": 0.0002, "memory_cost_per_gb_hour": 2.0, "slo_penalty": 0.0, "switch_cost": 0.0},
-    "whatif": {"enabled": False},
-}
-CFG = {"maxmemory": 6_000_000, "maxmemory_policy": "allkeys-lru"}
 
 
 def shadow_ab(control: str, treatment: str, mode: str = "shadow", **shadow: object) -> ABConfig:
