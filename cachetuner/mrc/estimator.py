@@ -194,7 +194,7 @@ class MRCEstimator:
             if m.sim is None:  # smaller than Redis's fixed memory: holds nothing, hits nothing (exact)
                 for w in (m.long, m.short):
                     w.add(0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
-                    w.weight = math.inf
+                    w.empty = True
                 continue
             group = groups.get(m.thr)
             if group is None:

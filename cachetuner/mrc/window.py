@@ -45,7 +45,7 @@ class Counts:
 
     ``expected`` is what the point *accounts for* (``rate x all GETs`` with the sampling correction,
     else the sampled GETs), ``gets`` the GETs it actually simulated, ``weight`` the same (infinite for a
-    point that is exactly empty); ``p`` / ``q`` are ``sum(g h)`` / ``sum(g^2)`` of the correction's
+    point that is ``empty``: smaller than Redis's fixed memory, it holds and hits nothing, exactly); ``p`` / ``q`` are ``sum(g h)`` / ``sum(g^2)`` of the correction's
     slope (``pb`` / ``qb`` the same in bytes). ``slope`` ``None`` reads ``p / q``, moving to slope 1 for
     a deficit beyond ``outlier_sd`` standard deviations of key-sampling noise at the key sample's
     ``rate``; a number fixes the slope (1.0 = SHARDS-adj).
@@ -55,7 +55,6 @@ class Counts:
     byte_hits: float = 0.0
     expected: float = 0.0
     expected_bytes: float = 0.0
-    weight: float = 0.0
     gets: float = 0.0
     get_bytes: float = 0.0
     p: float = 0.0
@@ -65,10 +64,11 @@ class Counts:
     slope: float | None = None
     rate: float = 1.0
     outlier_sd: float = 3.0
+    empty: bool = False
 
     def decay(self, d: float) -> None:
         """Age by ``d`` (sums of squares age by ``d**2``)."""
-        for f in ("hits", "byte_hits", "expected", "expected_bytes", "weight", "gets", "get_bytes"):
+        for f in ("hits", "byte_hits", "expected", "expected_bytes", "gets", "get_bytes"):
             setattr(self, f, getattr(self, f) * d)
         d2 = d * d
         self.p *= d2
@@ -82,7 +82,6 @@ class Counts:
         self.byte_hits += byte_hits
         self.expected += expected
         self.expected_bytes += expected_bytes
-        self.weight += gets
         self.gets += gets
         self.get_bytes += get_bytes
         self.p += moments[0]
@@ -90,8 +89,17 @@ class Counts:
         self.pb += moments[2]
         self.qb += moments[3]
 
+    @property
+    def weight(self) -> float:
+        """Sampled GETs simulated (infinite for an exactly empty point): the readiness gates' evidence."""
+        return math.inf if self.empty else self.gets
+
     def copy(self) -> Counts:
         return replace(self)
+
+    def cleared(self) -> Counts:
+        """No evidence, the same settings (slope, rate, outlier_sd, empty)."""
+        return Counts(slope=self.slope, rate=self.rate, outlier_sd=self.outlier_sd, empty=self.empty)
 
     def _credit(self, missing: float, p: float, q: float) -> float:
         """Hits credited for ``missing`` GETs (negative: surplus) that a perfect sample would have held."""

@@ -169,12 +169,10 @@ def test_two_window_test_restarts_the_window_after_a_regime_change() -> None:
         _feed(est, _cut(tr, 0, 40000), chunk=2000)
     assert with_test.shifts == 0  # a stationary phase never triggers it
     # the ideal: warm miniature caches whose counts are dropped exactly at the change
-    from cachetuner.mrc.window import Counts
-
     fresh = _regime_estimator(tr, shift_threshold=None)
     _feed(fresh, _cut(tr, 0, 40000), chunk=2000)
     for m in fresh._minis:
-        m.long = Counts(weight=m.long.weight) if m.sim is None else Counts()
+        m.long = m.long if m.sim is None else m.long.cleared()
     for est in (with_test, one_window, fresh):
         _feed(est, _cut(tr, 40000, 70000), chunk=2000)
     assert with_test.shifts >= 1 and one_window.shifts == 0
