@@ -28,7 +28,8 @@ from cachetuner.daemon.audit import AuditLog, pending_intents, read_audit
 from cachetuner.daemon.config import DaemonConfig, TargetConfig
 from cachetuner.daemon.policy import make_policy
 from cachetuner.daemon.probe import RedisProbe
-from cachetuner.daemon.runner import StepReport, TargetRunner, new_session_id
+from cachetuner.daemon.records import StepReport, new_session_id
+from cachetuner.daemon.runner import TargetRunner
 from cachetuner.daemon.secrets import credentialed_url, scrub_text
 from cachetuner.daemon.state import DaemonState, load_state, save_state
 from cachetuner.daemon.telemetry import DaemonHTTPServer, DaemonMetrics

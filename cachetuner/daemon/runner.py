@@ -19,9 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from cachetuner.backend import ApplyResult, CacheBackend
@@ -39,30 +37,14 @@ from cachetuner.daemon.guardrails import (
 )
 from cachetuner.daemon.policy import Policy, PolicyInput
 from cachetuner.daemon.probe import RedisProbe
+from cachetuner.daemon.records import StepReport, TargetRecorder, config_dict
 from cachetuner.daemon.secrets import scrub_text
-from cachetuner.daemon.slo import SLOReport, evaluate_slo, state_summary
+from cachetuner.daemon.slo import SLOReport, evaluate_slo
 from cachetuner.daemon.state import TargetState
 from cachetuner.daemon.telemetry import DaemonMetrics
 from cachetuner.metrics import MetricsSnapshot
 
 log = logging.getLogger("cachetuner.daemon")
-
-
-def _cfg(c: RedisConfig | None) -> dict[str, Any] | None:
-    return None if c is None else c.model_dump()
-
-
-@dataclass
-class StepReport:
-    """What one step did, for the loop's MLflow metrics and health."""
-
-    action: str = "none"
-    fresh: bool = False
-    applied: bool = False
-    vetoed_by: str | None = None
-    rollback: bool = False
-    snapshot: MetricsSnapshot | None = None
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class TargetRunner:
@@ -104,7 +86,7 @@ class TargetRunner:
         self.current: RedisConfig | None = None
         self.observe_error: str | None = None
         self.iteration = 0
-        self._seq = 0
+        self.rec = TargetRecorder(self.name, audit, metrics, policy=cfg.policy.name, dry_run=cfg.dry_run)
 
     # ------------------------------------------------------------------ observe (may run in a thread)
     def observe(self) -> None:
@@ -127,7 +109,7 @@ class TargetRunner:
     # ------------------------------------------------------------------ step
     def step(self, iteration: int, override: RedisConfig | None = None, follower: bool = False) -> StepReport:
         """Decide and apply for this iteration (after :meth:`observe`), in the order of the module docstring."""
-        self.iteration = iteration
+        self.iteration = self.rec.iteration = iteration
         rep = StepReport(snapshot=self.snapshot)
         now = time.time()
         restarted = self._read_target(now, rep)
@@ -136,7 +118,7 @@ class TargetRunner:
         cur = self.current
         assert cur is not None
         slo = self._judge(rep)
-        base = self._record_base(self.snapshot, slo, cur)
+        base = self.rec.base(self.snapshot, slo, cur)
         if restarted:
             self._reapply_after_restart(cur, base, rep)
         elif not slo.judged:
@@ -166,7 +148,7 @@ class TargetRunner:
             return None
         if self.status in ("unreachable", "backoff", "starting"):
             if self.status != "starting":
-                self._event("recovered", previous=self.status)
+                self.rec.event("recovered", previous=self.status)
             self.status = "ok"
         self.conn_backoff.succeed()
         self.metrics.up.labels(self.name).set(1)
@@ -194,7 +176,7 @@ class TargetRunner:
                 self._save_state()
             return False
         self.metrics.restarts.labels(self.name).inc()
-        self._event("redis_restart_detected", previous_run_id=prev, run_id=ident.run_id, uptime_s=ident.uptime_s)
+        self.rec.event("redis_restart_detected", previous_run_id=prev, run_id=ident.run_id, uptime_s=ident.uptime_s)
         self.state.fresh_since_change = 0
         self.state.good_streak = 0
         self._save_state()
@@ -209,7 +191,7 @@ class TargetRunner:
             return
         delay = self.conn_backoff.fail(now)
         if self.status != "unreachable" or self.last_error != err:
-            self._event("unreachable", error=err, retry_in_s=round(delay, 2))
+            self.rec.event("unreachable", error=err, retry_in_s=round(delay, 2))
         self.status, self.last_error = "unreachable", err
 
     def _judge(self, rep: StepReport) -> SLOReport:
@@ -226,13 +208,13 @@ class TargetRunner:
         if lkg is not None and lkg != cur:
             rep.applied = self._apply(lkg, "reapply_after_restart", base, reason="Redis restarted and forgot CONFIG SET")
         else:
-            self._decision(base, "hold", reason="Redis restarted; config already known-good or none known")
+            self.rec.decision(base, "hold", reason="Redis restarted; config already known-good or none known")
 
     def _hold_stale(self, base: dict[str, Any], rep: StepReport) -> None:
         self.status = "stale"
         rep.action, rep.vetoed_by = "hold_stale", "stale"
         self.metrics.vetoed.labels(self.name, "stale").inc()
-        self._decision(base, "hold_stale", reason="metrics stale or missing: config held")
+        self.rec.decision(base, "hold_stale", reason="metrics stale or missing: config held")
 
     def _track_known_good(self, cur: RedisConfig, slo: SLOReport) -> None:
         """Count fresh intervals since the last change; promote ``cur`` to last known-good after
@@ -251,7 +233,7 @@ class TargetRunner:
             and st.last_known_good != cur
         ):
             st.last_known_good = cur
-            self._event("known_good", config=cur.model_dump(), good_streak=st.good_streak)
+            self.rec.event("known_good", config=cur.model_dump(), good_streak=st.good_streak)
             self._maybe_rewrite(cur)
 
     def _rollback_due(self, cur: RedisConfig, slo: SLOReport) -> bool:
@@ -305,7 +287,7 @@ class TargetRunner:
             proposal = override
             if proposal is None:
                 rep.action = "hold"
-                self._decision(base, "hold", reason="staged rollout: waiting for the canary")
+                self.rec.decision(base, "hold", reason="staged rollout: waiting for the canary")
                 return None
         else:
             assert self.policy is not None
@@ -313,16 +295,16 @@ class TargetRunner:
                 proposal = self.policy.decide(PolicyInput(self.name, self.snapshot, cur))  # type: ignore[arg-type]
             except Exception as e:  # noqa: BLE001 (a policy bug must not stop the daemon)
                 rep.action = "policy_error"
-                self._decision(base, "policy_error", reason=scrub_text(f"{type(e).__name__}: {e}"))
+                self.rec.decision(base, "policy_error", reason=scrub_text(f"{type(e).__name__}: {e}"))
                 log.exception("policy failed on target %s", self.name)
                 return None
-        base["proposal"] = _cfg(proposal)
+        base["proposal"] = config_dict(proposal)
         extra = getattr(self.policy, "last_info", None) if not follower else None
         if extra:
             base["policy_info"] = extra
         if proposal == cur:
             rep.action = "hold"
-            self._decision(base, "hold", reason="policy proposes the current config")
+            self.rec.decision(base, "hold", reason="policy proposes the current config")
             return None
         return proposal
 
@@ -337,15 +319,15 @@ class TargetRunner:
         if not verdict.ok:
             rep.action, rep.vetoed_by = "veto", verdict.vetoed_by
             self.metrics.vetoed.labels(self.name, str(verdict.vetoed_by)).inc()
-            self._decision(base, "veto", reason=f"{verdict.vetoed_by}: {verdict.reason}")
+            self.rec.decision(base, "veto", reason=f"{verdict.vetoed_by}: {verdict.reason}")
             return None
         if verdict.config == cur:
             rep.action = "hold"
-            self._decision(base, "hold", reason="guardrails reduced the proposal to the current config")
+            self.rec.decision(base, "hold", reason="guardrails reduced the proposal to the current config")
             return None
         if not self.apply_backoff.ready(now):
             rep.action = "hold_apply_backoff"
-            self._decision(
+            self.rec.decision(
                 base, "hold_apply_backoff", reason=f"last CONFIG SET failed; retry in {self.apply_backoff.until - now:.1f} s"
             )
             return None
@@ -356,22 +338,20 @@ class TargetRunner:
         self, config: RedisConfig, action: str, base: dict[str, Any], *, reason: str = "", verdict: Verdict | None = None
     ) -> bool:
         """Final bounds check, intent, CONFIG SET (+ verify), outcome. Returns True when applied."""
-        rec = {**base, "action": action, "reason": reason, "to_apply": _cfg(config)}
+        rec = {**base, "action": action, "reason": reason, "to_apply": config_dict(config)}
         if not self._final_bounds_ok(config, rec):
             return False
         if self.cfg.dry_run:
-            self._decision(rec, "dry_run", reason=f"dry-run: would {action}")
+            self.rec.decision(rec, "dry_run", reason=f"dry-run: would {action}")
             return False
-        did = self._new_id()
+        did = self.rec.intent(rec)
         self.state.last_decision_id = did
-        self.audit.write({**rec, "decision_id": did, "phase": "intent"})
         observed, ok, err = self._set_and_verify(config)
-        self.metrics.decisions.labels(self.name, action).inc()
         if ok:
             self._settle_applied(config)
         else:
             err = self._settle_refused(observed, err)
-        self._outcome(did, action, ok, observed, err)
+        self.rec.outcome(did, action, ok, observed, err)
         self._save_state()
         return ok
 
@@ -381,7 +361,7 @@ class TargetRunner:
             assert_in_bounds(config, self.target.bounds, self.name)
         except OutOfBoundsError as e:
             self.metrics.vetoed.labels(self.name, "final_bounds").inc()
-            self._decision({**rec, "verdict": {"ok": False, "vetoed_by": "final_bounds", "reason": str(e)}}, "veto", str(e))
+            self.rec.decision({**rec, "verdict": {"ok": False, "vetoed_by": "final_bounds", "reason": str(e)}}, "veto", str(e))
             return False
         return True
 
@@ -421,52 +401,6 @@ class TargetRunner:
         self.current = observed
         return f"{err} (next attempt in >= {delay:.1f} s)"
 
-    # ------------------------------------------------------------------ audit
-    def _record_base(self, snap: MetricsSnapshot | None, slo: SLOReport, cur: RedisConfig) -> dict[str, Any]:
-        return {
-            "target": self.name,
-            "iteration": self.iteration,
-            "policy": self.cfg.policy.name,
-            "dry_run": self.cfg.dry_run,
-            "state": state_summary(snap),
-            "slo": {"judged": slo.judged, "ok": slo.ok, "breaches": slo.breaches},
-            "current": _cfg(cur),
-            "proposal": None,
-            "verdict": None,
-        }
-
-    def _new_id(self) -> str:
-        self._seq += 1
-        return f"{self.audit.session}-{self.name}-{self.iteration}-{self._seq}"
-
-    def _decision(self, base: dict[str, Any], action: str, reason: str, applied: RedisConfig | None = None) -> None:
-        rec = {**base, "decision_id": self._new_id(), "phase": "decision", "action": action, "reason": reason}
-        rec["applied"] = _cfg(applied)
-        rec["outcome"] = {"hold": "held", "hold_stale": "held", "veto": "vetoed", "dry_run": "not_applied"}.get(
-            action, action
-        )
-        self.metrics.decisions.labels(self.name, action).inc()
-        self.audit.write(rec)
-
-    def _event(self, event: str, **fields: Any) -> None:
-        self.audit.write({"phase": "event", "event": event, "target": self.name, "iteration": self.iteration, **fields})
-        log.info("target %s: %s %s", self.name, event, fields)
-
-    def _outcome(self, decision_id: str, action: str, ok: bool, observed: RedisConfig, err: str | None) -> None:
-        """The outcome line closing the intent ``decision_id``."""
-        self.audit.write(
-            {
-                "target": self.name,
-                "iteration": self.iteration,
-                "decision_id": decision_id,
-                "phase": "outcome",
-                "action": action,
-                "outcome": "applied" if ok else "failed",
-                "applied": _cfg(observed),
-                "error": err,
-            }
-        )
-
     # ------------------------------------------------------------------ restart, persistence, health
     def _reconcile(self) -> None:
         """Close intents a killed daemon left open: compare with what the target actually runs."""
@@ -474,18 +408,7 @@ class TargetRunner:
         for intent in self.pending:
             want = RedisConfig(**intent["to_apply"])
             applied = self.current == want
-            self.audit.write(
-                {
-                    "target": self.name,
-                    "iteration": self.iteration,
-                    "decision_id": intent["decision_id"],
-                    "phase": "reconciled",
-                    "action": intent.get("action"),
-                    "outcome": "applied" if applied else "not_applied",
-                    "applied": _cfg(self.current),
-                    "reason": "intent without outcome found at startup (daemon was killed mid-apply)",
-                }
-            )
+            self.rec.reconciled(intent, applied, self.current)
             if applied:
                 st = self.state
                 st.last_applied, st.last_change_at = want, float(intent.get("t", time.time()))
@@ -501,16 +424,16 @@ class TargetRunner:
         try:
             self.probe.rewrite()
             self.state.rewritten = cfg
-            self._event("config_rewrite", config=cfg.model_dump())
+            self.rec.event("config_rewrite", config=cfg.model_dump())
         except Exception as e:  # noqa: BLE001 (ACL without +config|rewrite, read-only redis.conf)
-            self._event("config_rewrite_failed", error=scrub_text(str(e)))
+            self.rec.event("config_rewrite_failed", error=scrub_text(str(e)))
 
     def health(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "last_error": self.last_error,
-            "config": _cfg(self.current),
-            "last_known_good": _cfg(self.state.last_known_good),
+            "config": config_dict(self.current),
+            "last_known_good": config_dict(self.state.last_known_good),
             "good_streak": self.state.good_streak,
         }
 
@@ -520,7 +443,3 @@ class TargetRunner:
                 continue
             with contextlib.suppress(Exception):
                 c.close()
-
-
-def new_session_id() -> str:
-    return uuid.uuid4().hex[:8]
