@@ -51,3 +51,50 @@ def hash_sample_mask(keys: np.ndarray, rate: float, modulus: int = MODULUS) -> n
 
 
 __all__ = ["MODULUS", "hash_sample_mask", "hash_values", "splitmix64", "threshold"]
+
+
+class LocalIds:
+    """Dense local ids for arbitrary global key ids, as miniature caches need (their key tables are
+    arrays indexed by id): each batch's new keys get the next ids, in sorted key order, from
+    ``start``. Shared by the miss-ratio-curve estimator, the what-if features and the shadow A/B
+    minis, which differ only in what they do when the ids outgrow their table (the caller checks
+    :meth:`unseen` against its capacity before :meth:`add`)."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.start = int(start)
+        self._known = np.zeros(0, dtype=np.int64)  # sorted global ids
+        self._ids = np.zeros(0, dtype=np.int64)  # the local id of each
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    @property
+    def next_id(self) -> int:
+        return self.start + len(self._known)
+
+    def unseen(self, keys: np.ndarray) -> np.ndarray:
+        """The distinct keys of ``keys`` without an id yet, sorted."""
+        uniq = np.unique(keys)
+        if not len(self._known):
+            return uniq
+        pos = np.minimum(np.searchsorted(self._known, uniq), len(self._known) - 1)
+        return uniq[self._known[pos] != uniq]
+
+    def add(self, new: np.ndarray) -> np.ndarray:
+        """Give the (distinct, unseen) keys ``new`` the next ids; returns those ids."""
+        ids = np.arange(self.next_id, self.next_id + len(new), dtype=np.int64)
+        if len(new):
+            allk = np.concatenate([self._known, new])
+            alli = np.concatenate([self._ids, ids])
+            order = np.argsort(allk, kind="stable")
+            self._known, self._ids = allk[order], alli[order]
+        return ids
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """Local ids of ``keys`` (every one must have an id)."""
+        return self._ids[np.searchsorted(self._known, keys)]
+
+    def copy(self) -> LocalIds:
+        new = LocalIds(self.start)
+        new._known, new._ids = self._known.copy(), self._ids.copy()
+        return new

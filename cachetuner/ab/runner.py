@@ -203,6 +203,6 @@ def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> 
         "workload_label": env_c.workload,
         "shadow_control_backend": sh.control_backend,
         "shadow_sample_rate": est.rate if est is not None else sh.sample_rate,
-        "shadow_sampled_keys": int(len(est._known)) if est is not None else 0,
+        "shadow_sampled_keys": est.sampled_keys if est is not None else 0,
     }
     return control, treatment, meta

@@ -44,8 +44,8 @@ from cachetuner.backend import (
     backend_facts,
 )
 from cachetuner.config import RedisConfig
-from cachetuner.env.whatif import hash_sample_mask
 from cachetuner.errors import BackendError
+from cachetuner.keysample import LocalIds, hash_sample_mask
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Trace
@@ -165,7 +165,7 @@ class ShadowEstimator:
             rate = max(rate, min(1.0, min_keys / n_keys_hint))
         self.rate = float(rate)
         self.modulus = int(modulus)
-        self._fixed = fixed_memory(self.params)
+        self._fixed = self.params.fixed_bytes
         self._global_key_bytes = key_bytes
         self._read_only = read_only
         self._seed = int(seed)
@@ -175,6 +175,11 @@ class ShadowEstimator:
         self._build(int(self.rate * n_keys_hint * 1.2) + 1024 if n_keys_hint else 1 << 15)
 
     # -- configuration ------------------------------------------------------------------------------------
+    @property
+    def sampled_keys(self) -> int:
+        """Distinct sampled keys the minis have seen (since their last rebuild)."""
+        return len(self._ids)
+
     def mini_config(self, config: RedisConfig) -> RedisConfig:
         """The full config with its data memory scaled by the sampling rate."""
         return mini_config(config, self.rate, self._fixed)
@@ -230,8 +235,7 @@ class ShadowEstimator:
         from cachetuner.sim import TieredCacheSim
 
         self._capacity = int(capacity)
-        self._known = np.zeros(0, np.int64)
-        self._ids = np.zeros(0, np.int64)
+        self._ids = LocalIds()
         self._key_bytes = np.full(self._capacity, self.params.memory.default_key_bytes, dtype=np.int64)
         params = self._mini_params()
         self.mirror = TieredCacheSim(self._capacity, self.mini_config(self.control_config), params, self._seed,
@@ -241,35 +245,20 @@ class ShadowEstimator:
 
     def _local_ids(self, keys: np.ndarray) -> np.ndarray:
         """Dense local ids for global key ids (the minis only hold the sampled keys)."""
-        uniq = np.unique(keys)
-        if len(self._known):
-            pos = np.minimum(np.searchsorted(self._known, uniq), len(self._known) - 1)
-            new = uniq[self._known[pos] != uniq]
-        else:
-            new = uniq
-        if len(new):
-            start = len(self._known)
-            if start + len(new) > self._capacity:
-                # Rebuild larger (only when no key-count hint was available): warm state is lost once.
-                cap = self._capacity
-                while cap < start + len(new):
-                    cap *= 2
-                self._build(cap)
-                return self._local_ids(keys)
-            new_ids = np.arange(start, start + len(new), dtype=np.int64)
-            if self._global_key_bytes is not None:
-                inside = new < len(self._global_key_bytes)
-                self._key_bytes[new_ids[inside]] = self._global_key_bytes[new[inside]]
-            allk = np.concatenate([self._known, new])
-            alli = np.concatenate([self._ids, new_ids])
-            order = np.argsort(allk, kind="stable")
-            self._known, self._ids = allk[order], alli[order]
-        return self._ids[np.searchsorted(self._known, keys)]
-
-
-def fixed_memory(params: SimParams) -> int:
-    """Memory a full cache uses whatever it holds (Redis's base and the client buffers): not scaled."""
-    return int(params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes)
+        new = self._ids.unseen(keys)
+        need = self._ids.next_id + len(new)
+        if need > self._capacity:
+            # Rebuild larger (only when no key-count hint was available): warm state is lost once.
+            cap = self._capacity
+            while cap < need:
+                cap *= 2
+            self._build(cap)
+            return self._local_ids(keys)
+        new_ids = self._ids.add(new)
+        if self._global_key_bytes is not None:
+            inside = new < len(self._global_key_bytes)
+            self._key_bytes[new_ids[inside]] = self._global_key_bytes[new[inside]]
+        return self._ids.lookup(keys)
 
 
 def mini_config(config: RedisConfig, rate: float, fixed: int) -> RedisConfig:

@@ -31,7 +31,7 @@ import numpy as np
 
 from cachetuner.ab.config import ABConfig
 from cachetuner.ab.result import ArmSeries, record_of
-from cachetuner.ab.shadow import estimate_snapshot, fixed_memory, mini_config, mini_params
+from cachetuner.ab.shadow import estimate_snapshot, mini_config, mini_params
 from cachetuner.ab.ttl_runner import ci_json, workload_trace
 from cachetuner.config import RedisConfig
 from cachetuner.env.reward import interval_cost
@@ -211,7 +211,7 @@ def run_ttl_shadow(
         on_step(n // 2, n)
     n_int = len(served.snapshots)
     # the part of maxmemory that holds no data: the simulator's model, or what the live Redis used empty
-    fixed = int(live_meta["empty_used_memory"]) if live_meta else fixed_memory(params)
+    fixed = int(live_meta["empty_used_memory"]) if live_meta else params.fixed_bytes
     mcfg, mparams = mini_config(config, rate, fixed), mini_params(params, rate)
     t0 = float(trace.timestamps[0])
     minis = {

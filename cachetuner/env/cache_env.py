@@ -21,7 +21,7 @@ from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.decide import MRCDecider
-from cachetuner.mrc.estimator import MRCEstimator, fixed_bytes
+from cachetuner.mrc.estimator import MRCEstimator
 from cachetuner.space import ConfigSpace
 from cachetuner.ttl.knobs import ClientTTL, ClientTTLBackend
 
@@ -392,7 +392,7 @@ class CacheTuningEnv(gym.Env):
         facts = backend_facts(self.backend)
         params = facts.sim_params or self.cfg.sim
         n_keys, ws, kb, rate = facts.n_keys, facts.working_set_bytes, facts.key_bytes, facts.rate_reference
-        obj = (ws - fixed_bytes(params)) / n_keys if (ws and n_keys) else None
+        obj = (ws - params.fixed_bytes) / n_keys if (ws and n_keys) else None
         return MRCEstimator(
             self.cfg.mrc, self.bounds, n_keys_hint=n_keys, mean_object_bytes=obj,
             requests_per_interval=rate * self.cfg.interval_s if rate else None,

@@ -93,8 +93,7 @@ def working_set_bytes(trace: Trace, params: SimParams) -> int:
     hit = _WS_CACHE.get(key)
     if hit is not None and hit[0] is trace:
         return hit[1]
-    fixed = params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes
-    value = int(working_set_charge(trace, params) + fixed)
+    value = int(working_set_charge(trace, params) + params.fixed_bytes)
     _WS_CACHE[key] = (trace, value)
     while len(_WS_CACHE) > _TRACE_CACHE_SIZE:
         _WS_CACHE.popitem(last=False)

@@ -37,8 +37,8 @@ import numpy as np
 from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import WhatIfConfig
-from cachetuner.keysample import hash_sample_mask, splitmix64
-from cachetuner.mrc.estimator import fixed_bytes, mini_params
+from cachetuner.keysample import LocalIds, hash_sample_mask, splitmix64
+from cachetuner.mrc.estimator import mini_params
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
 
@@ -120,7 +120,7 @@ class WhatIfEstimator:
     @property
     def sampled_keys(self) -> int:
         """Distinct sampled keys seen so far (every sampled key of the space when it is known)."""
-        return self._base + len(self._known)
+        return self._ids.next_id
 
     def set_config(self, config: RedisConfig) -> None:
         """Follow the real cache: mini sizes are factors of ``config.maxmemory``; the mirror takes its policy."""
@@ -231,7 +231,7 @@ class WhatIfEstimator:
     def clone(self) -> WhatIfEstimator:
         """Independent deep copy, mini-cache state included (each mini cache via ``TieredCacheSim.clone``)."""
         new = copy.copy(self)
-        new._known, new._ids, new._last = self._known.copy(), self._ids.copy(), dict(self._last)
+        new._ids, new._last = self._ids.copy(), dict(self._last)
         # the key table is never modified in place, so sharing it is safe
         new._minis = [dataclasses.replace(m, sim=m.sim.clone()) for m in self._minis]  # type: ignore[attr-defined]
         return new
@@ -257,12 +257,11 @@ class WhatIfEstimator:
         from cachetuner.sim import TieredCacheSim
 
         self._capacity = int(capacity)
-        self._known = np.zeros(0, dtype=np.int64)  # sorted global ids
-        self._ids = np.zeros(0, dtype=np.int64)  # local id of each known global id
+        self._ids = LocalIds(start=self._base)  # keys outside the dense table's sample
         params = self._sim_params if self._sim_params is not None else SimParams()
         key_len = self._key_len if self._key_len is not None else params.memory.default_key_bytes
         self._key_bytes = np.full(self._capacity, key_len, dtype=np.int64)
-        self._fixed_bytes = fixed_bytes(params)
+        self._fixed_bytes = params.fixed_bytes
         params = mini_params(params)
         grid: list[tuple[str | None, float, str]] = [
             (p, f, whatif_label(p, f)) for p in self.cfg.policies for f in self.cfg.sizes
@@ -284,22 +283,13 @@ class WhatIfEstimator:
 
     def _local_ids(self, keys: np.ndarray) -> np.ndarray:
         """Map global key ids to dense local ids ``0..capacity-1``, assigning new ids in sorted order."""
-        uniq = np.unique(keys)
-        pos = np.searchsorted(self._known, uniq)
-        found = (pos < len(self._known)) & (self._known[np.minimum(pos, len(self._known) - 1)] == uniq) \
-            if len(self._known) else np.zeros(len(uniq), dtype=bool)
-        new = uniq[~found]
-        if len(new):
-            start = self._base + len(self._known)
-            if start + len(new) > self._capacity:
-                self._grow(start + len(new))  # forgets every mapping: map this interval afresh
-                return self._local_ids(keys)
-            new_ids = np.arange(start, start + len(new), dtype=np.int64)
-            allk = np.concatenate([self._known, new])
-            alli = np.concatenate([self._ids, new_ids])
-            order = np.argsort(allk, kind="stable")
-            self._known, self._ids = allk[order], alli[order]
-        return self._ids[np.searchsorted(self._known, keys)]
+        new = self._ids.unseen(keys)
+        need = self._ids.next_id + len(new)
+        if need > self._capacity:
+            self._grow(need)  # forgets every mapping: map this interval afresh
+            return self._local_ids(keys)
+        self._ids.add(new)
+        return self._ids.lookup(keys)
 
     def _grow(self, need: int) -> None:
         cap = self._capacity

@@ -20,7 +20,7 @@ import numpy as np
 from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.mrc.config import MRCConfig
-from cachetuner.mrc.estimator import MRCEstimator, fixed_bytes
+from cachetuner.mrc.estimator import MRCEstimator
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.sizing import working_set_charge
 from cachetuner.traces.trace import Trace
@@ -84,9 +84,9 @@ class TraceResult:
 
 
 def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: int = 20_000) -> TraceResult:
-    ws = int(working_set_charge(trace, params) + fixed_bytes(params))
+    ws = int(working_set_charge(trace, params) + params.fixed_bytes)
     lo, hi = max(int(0.02 * ws), 1), ws
-    obj = (ws - fixed_bytes(params)) / max(trace.n_keys, 1)
+    obj = (ws - params.fixed_bytes) / max(trace.n_keys, 1)
     cfg = cfg.model_copy(update={"half_life_gets": 1e15})  # whole-trace window: compare with a whole run
     _warm_up(trace, cfg, params)
     t0 = time.perf_counter()

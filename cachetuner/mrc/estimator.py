@@ -38,17 +38,12 @@ import numpy as np
 
 from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
-from cachetuner.keysample import hash_values, threshold
+from cachetuner.keysample import LocalIds, hash_values, threshold
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.window import Counts, counts_before, shifted
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
-
-
-def fixed_bytes(params: SimParams) -> int:
-    """Memory of a full cache that does not scale with its keys (empty Redis + client buffers)."""
-    return params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes
 
 
 def mini_params(params: SimParams) -> SimParams:
@@ -116,7 +111,7 @@ class MRCEstimator:
         lo, hi = int(bounds[0]), int(bounds[1])
         self.sizes = np.unique(np.geomspace(max(lo, 1), max(hi, lo + 1), cfg.n_sizes).round().astype(np.int64))
         self._params = sim_params or SimParams()
-        self._fixed = fixed_bytes(self._params)
+        self._fixed = self._params.fixed_bytes
         self._mini_params = mini_params(self._params)
         self._key_len = int(key_bytes) if key_bytes else self._params.memory.default_key_bytes
         self._read_only = read_only
@@ -257,7 +252,7 @@ class MRCEstimator:
             for m in self._minis
         ]
         if self._rank is None:
-            new._known, new._ids = self._known.copy(), self._ids.copy()
+            new._local = self._local.copy()
         new._g = self._g.copy()
         return new
 
@@ -299,8 +294,7 @@ class MRCEstimator:
     def _build(self) -> None:
         from cachetuner.sim import TieredCacheSim
 
-        self._known = np.zeros(0, dtype=np.int64)
-        self._ids = np.zeros(0, dtype=np.int64)
+        self._local = LocalIds()
         self._dyn_cap = 1 << 12
         self._minis: list[_Mini] = []
         slope = None if self._regress else 1.0
@@ -334,25 +328,17 @@ class MRCEstimator:
 
     def _dynamic_ids(self, keys: np.ndarray) -> np.ndarray:
         """Arbitrary (live) key ids -> dense local ids shared by every miniature cache."""
-        uniq = np.unique(keys)
-        pos = np.searchsorted(self._known, uniq)
-        found = (pos < len(self._known)) & (self._known[np.minimum(pos, max(len(self._known) - 1, 0))] == uniq) \
-            if len(self._known) else np.zeros(len(uniq), dtype=bool)
-        new = uniq[~found]
-        if len(new):
-            start = len(self._known)
-            if start + len(new) > self._dyn_cap:
-                cap = self._dyn_cap
-                while cap < start + len(new):
-                    cap *= 2
-                known, ids = self._known, self._ids
-                self._rebuild_dynamic(cap)  # warm state is lost once per doubling (stated in the docs)
-                self._known, self._ids = known, ids
-            allk = np.concatenate([self._known, new])
-            alli = np.concatenate([self._ids, np.arange(start, start + len(new), dtype=np.int64)])
-            order = np.argsort(allk, kind="stable")
-            self._known, self._ids = allk[order], alli[order]
-        return self._ids[np.searchsorted(self._known, keys)]
+        new = self._local.unseen(keys)
+        need = self._local.next_id + len(new)
+        if need > self._dyn_cap:
+            cap = self._dyn_cap
+            while cap < need:
+                cap *= 2
+            local = self._local
+            self._rebuild_dynamic(cap)  # warm state is lost once per doubling (stated in the docs)
+            self._local = local
+        self._local.add(new)
+        return self._local.lookup(keys)
 
     def _rebuild_dynamic(self, cap: int) -> None:
         old, old_g = self._minis, self._g
@@ -394,4 +380,4 @@ def _moments(ops, rec, sizes, before):  # pragma: no cover - numba
     return out
 
 
-__all__ = ["MRCEstimator", "fixed_bytes", "mini_params"]
+__all__ = ["MRCEstimator", "mini_params"]

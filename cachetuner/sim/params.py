@@ -143,6 +143,12 @@ class SimParams(_Model):
         "dictGetFairRandomKey do (consecutive buckets, newest key of a chain first); uniform = uniform draws",
     )
 
+    @property
+    def fixed_bytes(self) -> int:
+        """Memory a full cache uses whatever it holds (the empty instance + client buffers): a miniature
+        cache of a key sample scales only the rest (``(maxmemory - fixed) x rate``)."""
+        return int(self.memory.base_used_memory + self.clients.n_clients * self.clients.client_buffer_bytes)
+
     @classmethod
     def exact(cls) -> SimParams:
         """libCacheSim-compatible accounting: value bytes only, no base memory, no client buffers."""

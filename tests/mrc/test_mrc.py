@@ -14,7 +14,7 @@ from cachetuner.env.config import RewardConfig
 from cachetuner.env.reward import interval_cost
 from cachetuner.keysample import hash_sample_mask
 from cachetuner.metrics import MetricsSnapshot
-from cachetuner.mrc import MRCConfig, MRCEstimator, Prices, cost_curve, fixed_bytes, isotonic
+from cachetuner.mrc import MRCConfig, MRCEstimator, Prices, cost_curve, isotonic
 from cachetuner.sim import TieredCacheSim
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.sizing import working_set_charge
@@ -42,8 +42,8 @@ def _feed(est: MRCEstimator, tr, chunk: int = 5000, rate: float = 1.0) -> None:
 
 
 def _bounds(tr, p: SimParams) -> tuple[int, int, float]:
-    ws = int(working_set_charge(tr, p) + fixed_bytes(p))
-    return int(0.05 * ws), ws, (ws - fixed_bytes(p)) / tr.n_keys
+    ws = int(working_set_charge(tr, p) + p.fixed_bytes)
+    return int(0.05 * ws), ws, (ws - p.fixed_bytes) / tr.n_keys
 
 
 def test_curves_match_full_simulation(web07) -> None:
