@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 from rich.console import Console
 
-from cachetuner.agent.config import TrainConfig
+from cachetuner.agent.config import HotnessSettings, TrainConfig
 from cachetuner.control.learned import CONFIG_SIDECAR, one_thread
 from cachetuner.env import CacheTuningEnv, EnvConfig
 
@@ -47,14 +47,25 @@ class PinnedResets(gym.Wrapper):
         return self.env.reset(seed=seed, options={"workload": w, "start": "begin", **(options or {})})
 
 
-def make_env(env_cfg: EnvConfig, pinned: bool = False, price_features: bool = True) -> gym.Env:
-    """Env factory (module level so that SubprocVecEnv can pickle it); sets one torch thread per process."""
+def make_env(
+    env_cfg: EnvConfig, pinned: bool = False, price_features: bool = True, hotness: HotnessSettings | None = None
+) -> gym.Env:
+    """Env factory (module level so that SubprocVecEnv can pickle it); sets one torch thread per process.
+
+    Observation: the env's, then the hotness features (when ``hotness.enabled``), then the price
+    features: the order the ``ppo`` controller rebuilds them in."""
     from stable_baselines3.common.monitor import Monitor
 
     from cachetuner.agent.features import PriceFeatures
 
     one_thread()
     env: gym.Env = CacheTuningEnv(env_cfg)
+    if hotness is not None and hotness.enabled:
+        from cachetuner.hotness_model.features import HotnessFeatures
+        from cachetuner.hotness_model.predictor import InProcessPredictor
+
+        assert hotness.lstm_path is not None
+        env = HotnessFeatures(env, InProcessPredictor(hotness.lstm_path, device="cpu"), **hotness.options())  # type: ignore[arg-type]
     if price_features:
         env = PriceFeatures(env)
     if pinned:
@@ -83,6 +94,32 @@ def flat_params(obj: Any, prefix: str = "") -> dict[str, str]:
     else:
         out[prefix.rstrip(".")] = json.dumps(obj)[:6000] if not isinstance(obj, str) else obj[:6000]
     return out
+
+
+#: The hotness LSTM's copy beside a policy's model.zip (named by its train_config.yaml).
+HOTNESS_SIDECAR = "hotness.pt"
+
+
+def check_hotness(h: HotnessSettings) -> None:
+    if h.enabled and not (h.lstm_path and Path(h.lstm_path).is_file()):
+        from cachetuner.errors import ConfigError
+
+        raise ConfigError(f"hotness.lstm_path: {h.lstm_path} not found (a model.pt from cachetuner hotness train)")
+
+
+def resolved_config(cfg: TrainConfig, out_dir: Path) -> dict[str, Any]:
+    """The config saved beside the model; with hotness features the LSTM is copied into ``out_dir`` and
+    the saved config names that copy (so the artifact is self-contained)."""
+    import shutil
+
+    resolved = cfg.model_dump(mode="json")
+    if cfg.hotness.enabled:
+        assert cfg.hotness.lstm_path is not None
+        dst = out_dir / HOTNESS_SIDECAR
+        if Path(cfg.hotness.lstm_path).resolve() != dst.resolve():
+            shutil.copyfile(cfg.hotness.lstm_path, dst)
+        resolved["hotness"]["lstm_path"] = HOTNESS_SIDECAR
+    return resolved
 
 
 @dataclass
@@ -184,16 +221,18 @@ def train(
     one_thread()
     console = console or Console(stderr=True)
     vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
+    check_hotness(cfg.hotness)
     train_env = make_vec_env(
-        functools.partial(make_env, cfg.env, False, cfg.price_features), n_envs=cfg.n_envs, seed=cfg.seed, vec_env_cls=vec_cls
+        functools.partial(make_env, cfg.env, False, cfg.price_features, cfg.hotness), n_envs=cfg.n_envs, seed=cfg.seed,
+        vec_env_cls=vec_cls,
     )
     eval_cfg = cfg.eval_env_config()
-    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features)])
+    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features, cfg.hotness)])
     label = env_label(eval_env.envs[0])
     name = make_run_name(label, cfg.experiment, cfg.seed)
     out_dir = Path(cfg.output_dir) / name
     out_dir.mkdir(parents=True, exist_ok=True)
-    resolved = cfg.model_dump(mode="json")
+    resolved = resolved_config(cfg, out_dir)
     (out_dir / CONFIG_SIDECAR).write_text(yaml.safe_dump(resolved, sort_keys=False))
 
     setup_tracking(tracking_uri, experiment=cfg.experiment)

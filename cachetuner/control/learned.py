@@ -64,6 +64,7 @@ class PolicyArtifact:
     price_features: bool
     recurrent: bool
     raw_config: dict[str, Any]
+    hotness: Any = None  # HotnessSettings (lstm_path resolved) when trained with hotness features, else None
 
     def model_card(self) -> str | None:
         card = self.model_path.parent / "MODEL_CARD.md"
@@ -138,7 +139,22 @@ def load_policy(
     return PolicyArtifact(
         source=str(uri), model_path=model_path, model=model, env_config=eval_env, train_env_config=train_env,
         price_features=bool(raw.get("price_features", True)), recurrent=recurrent, raw_config=raw,
+        hotness=_hotness_settings(raw, cfg_path, model_path),
     )
+
+
+def _hotness_settings(raw: dict[str, Any], cfg_path: Path, model_path: Path) -> Any:
+    """The artifact's ``hotness:`` section with its LSTM path resolved (beside model.zip first), or None."""
+    if not (raw.get("hotness") or {}).get("enabled"):
+        return None
+    from cachetuner.agent.config import HotnessSettings
+
+    h = validate(HotnessSettings, raw["hotness"], f"{cfg_path}: hotness")
+    beside = model_path.parent / str(h.lstm_path)
+    path = beside if beside.is_file() else Path(str(h.lstm_path))
+    if not path.is_file():
+        raise ConfigError(f"{cfg_path}: hotness.lstm_path {h.lstm_path} not found beside {model_path.name} or here")
+    return h.model_copy(update={"lstm_path": str(path)})
 
 
 @register_controller("ppo")
@@ -163,17 +179,34 @@ class LearnedPolicy:
         from cachetuner.env.actions import make_action_codec
 
         self.codec = make_action_codec(self.artifact.env_config.actions)
+        #: trained with hotness features: rebuilt from the context's request sample (``ctx.sample``)
+        self.hot: Any = None
+        if self.artifact.hotness is not None:
+            from cachetuner.hotness_model.features import HotnessTracker
+            from cachetuner.hotness_model.predictor import InProcessPredictor
+
+            h = self.artifact.hotness
+            self.hot = HotnessTracker(InProcessPredictor(h.lstm_path, device="cpu"), **h.options())
+        self.needs_sample = self.hot is not None
         self._state: Any = None
         self._start = True
 
     def reset(self, ctx: DecisionContext) -> None:
         self._state = None
         self._start = True
+        if self.hot is not None:
+            self.hot.reset()
 
     def observation(self, ctx: DecisionContext) -> np.ndarray:
         if ctx.obs is None:
             raise ConfigError("controller 'ppo' needs the env's observation in its context")
         obs = np.asarray(ctx.obs, np.float32)
+        if self.hot is not None and "hotness" not in ctx.info:  # (the daemon's HotnessFeatures appends them itself)
+            if ctx.sample is None:
+                raise ConfigError(f"{self.artifact.model_path}: trained with hotness features, which need the "
+                                  "interval's request sample in the decision context (ctx.sample)")
+            feats = self.hot.update(ctx.sample, float(ctx.snapshot.maxmemory or ctx.config.maxmemory))
+            obs = np.concatenate([obs, self.hot.clipped(feats).astype(np.float32)])
         if self.artifact.price_features:
             mem = float(ctx.prices.memory_cost(ctx.snapshot.maxmemory or ctx.config.maxmemory))
             obs = np.concatenate([obs, price_features(mem, ctx.prices.miss, ctx.snapshot.gets)])

@@ -46,8 +46,11 @@ class IntervalRecord:
     reward: float = 0.0
 
 
-def context_from_env(env: Any, obs: Any, info: dict[str, Any], *, hindsight: bool = False) -> DecisionContext:
-    """The decision context of ``env`` after the interval that produced ``obs``/``info`` (public state only)."""
+def context_from_env(
+    env: Any, obs: Any, info: dict[str, Any], *, hindsight: bool = False, sample: bool = False
+) -> DecisionContext:
+    """The decision context of ``env`` after the interval that produced ``obs``/``info`` (public state only);
+    ``sample``: include the interval's requests (controllers that set ``needs_sample``)."""
     base = env.unwrapped
     return DecisionContext(
         snapshot=info["snapshot"],
@@ -61,6 +64,7 @@ def context_from_env(env: Any, obs: Any, info: dict[str, Any], *, hindsight: boo
         fork=base.fork if hindsight else None,
         info=info,
         client_ttl=getattr(base, "client_ttl", None),
+        sample=base.backend.recent_requests() if sample else None,
     )
 
 
@@ -124,11 +128,12 @@ def run_episode(
     obs, info = env.reset(seed=seed, options=options)
     base = env.unwrapped
     hindsight = bool(getattr(controller, "hindsight", False))
-    controller.reset(context_from_env(env, obs, info, hindsight=hindsight))
+    wants = bool(getattr(controller, "needs_sample", False))
+    controller.reset(context_from_env(env, obs, info, hindsight=hindsight, sample=wants))
     records: list[IntervalRecord] = []
     done = False
     while not done:
-        ctx = context_from_env(env, obs, info, hindsight=hindsight)
+        ctx = context_from_env(env, obs, info, hindsight=hindsight, sample=wants)
         cfg = controller.decide(ctx)
         ttl = controller.client_ttl(ctx) if isinstance(controller, ClientTTLDecider) else None
         obs, reward, terminated, truncated, info = base.step_config(cfg) if ttl is None else base.step_config(cfg, ttl)

@@ -89,6 +89,51 @@ def jaccard_distance(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 - len(np.intersect1d(a, b)) / union if union else 0.0
 
 
+class HotnessTracker:
+    """The features' state outside any env: key history, predictor and the previous hot set.
+
+    :class:`HotnessFeatures` (training) and the ``ppo`` controller (evaluation, from the decision
+    context's request sample) both call :meth:`update` once per interval, so a policy sees the same
+    features in both. :meth:`reset` starts an episode (empty history, no previous hot set)."""
+
+    def __init__(
+        self, predictor: HotnessPredictor, *, max_keys: int = 1024, top_k_share: float = 0.1, max_ratio: float = 8.0
+    ) -> None:
+        self.predictor = predictor
+        self.history = KeyHistory(predictor.seq_len, max_keys)
+        self.top_k_share = top_k_share
+        self.max_ratio = max_ratio
+        self._prev_top: np.ndarray | None = None
+
+    def reset(self) -> None:
+        self.history.clear()
+        self._prev_top = None
+
+    def update(self, sample: RequestSample, maxmemory: float) -> list[float]:
+        """Push the interval's requests; the four features (unclipped) in :data:`FEATURE_NAMES` order."""
+        self.history.push(sample)
+        return self._features(maxmemory, sample.rate)
+
+    def _features(self, maxmemory: float, rate: float) -> list[float]:
+        h = self.history
+        if len(h.keys) == 0:
+            self._prev_top = None
+            return [0.0, 0.0, 0.0, 0.0]
+        pred = np.expm1(self.predictor.predict(np.log1p(h.counts))).clip(min=0.0).astype(np.float64)
+        scale = 1.0 / rate if rate > 0 else 1.0
+        cover = coverage_bytes(pred, h.sizes * scale)
+        ratios = [c / maxmemory if maxmemory > 0 else 0.0 for c in cover]
+        k = max(1, math.ceil(self.top_k_share * len(pred)))
+        top = h.keys[np.argpartition(-pred, k - 1)[:k]]
+        churn = jaccard_distance(top, self._prev_top) if self._prev_top is not None else 0.0
+        self._prev_top = top
+        return [*ratios, churn]
+
+    def clipped(self, feats: list[float]) -> np.ndarray:
+        """The features as appended to an observation: clipped to ``[0, max_ratio]`` (bytes) and ``[0, 1]`` (churn)."""
+        return np.clip(np.asarray(feats, np.float64), 0.0, np.array([self.max_ratio] * 3 + [1.0]))
+
+
 class HotnessFeatures(gym.Wrapper):
     """Append predicted hot-set size and churn to a :class:`CacheTuningEnv` Box observation.
 
@@ -115,20 +160,18 @@ class HotnessFeatures(gym.Wrapper):
         space = env.observation_space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
             raise ConfigError(f"HotnessFeatures needs a 1-D Box observation space, got {space}")
+        self.tracker = HotnessTracker(predictor, max_keys=max_keys, top_k_share=top_k_share, max_ratio=max_ratio)
         self.predictor = predictor
-        self.history = KeyHistory(predictor.seq_len, max_keys)
-        self.top_k_share = top_k_share
+        self.history = self.tracker.history
         self.max_ratio = max_ratio
         low = np.concatenate([space.low, np.zeros(4, space.dtype)]).astype(space.dtype)
         high = np.concatenate([space.high, np.array([max_ratio] * 3 + [1.0], space.dtype)]).astype(space.dtype)
         self.observation_space = gym.spaces.Box(low, high, dtype=space.dtype)
-        self._prev_top: np.ndarray | None = None
         self.last_features: dict[str, float] = dict.fromkeys(FEATURE_NAMES, 0.0)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         obs, info = self.env.reset(seed=seed, options=options)
-        self.history.clear()
-        self._prev_top = None
+        self.tracker.reset()
         return self._extend(obs, info), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -146,27 +189,7 @@ class HotnessFeatures(gym.Wrapper):
 
     def _extend(self, obs: np.ndarray, info: dict) -> np.ndarray:
         backend = self.env.unwrapped.backend  # type: ignore[attr-defined]
-        sample = backend.recent_requests()
-        self.history.push(sample)
-        feats = self._features(self._maxmemory(info), sample.rate)
+        feats = self.tracker.update(backend.recent_requests(), self._maxmemory(info))
         self.last_features = dict(zip(FEATURE_NAMES, feats, strict=True))
         info["hotness"] = dict(self.last_features)
-        space = self.observation_space
-        assert isinstance(space, gym.spaces.Box)
-        extra = np.clip(np.asarray(feats, np.float64), space.low[-4:], space.high[-4:])
-        return np.concatenate([obs, extra.astype(obs.dtype)])
-
-    def _features(self, maxmemory: float, rate: float) -> list[float]:
-        h = self.history
-        if len(h.keys) == 0:
-            self._prev_top = None
-            return [0.0, 0.0, 0.0, 0.0]
-        pred = np.expm1(self.predictor.predict(np.log1p(h.counts))).clip(min=0.0).astype(np.float64)
-        scale = 1.0 / rate if rate > 0 else 1.0
-        cover = coverage_bytes(pred, h.sizes * scale)
-        ratios = [c / maxmemory if maxmemory > 0 else 0.0 for c in cover]
-        k = max(1, math.ceil(self.top_k_share * len(pred)))
-        top = h.keys[np.argpartition(-pred, k - 1)[:k]]
-        churn = jaccard_distance(top, self._prev_top) if self._prev_top is not None else 0.0
-        self._prev_top = top
-        return [*ratios, churn]
+        return np.concatenate([obs, self.tracker.clipped(feats).astype(obs.dtype)])
