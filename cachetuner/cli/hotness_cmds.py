@@ -181,22 +181,44 @@ def bench_hotness(
         out.print(res)
 
 
+def _ints(text: str, opt: str) -> list[int]:
+    try:
+        return [int(x) for x in text.replace(" ", ",").split(",") if x]
+    except ValueError:
+        raise ConfigError(f"{opt}: comma-separated integers, got {text!r}") from None
+
+
 @hotness_app.command("ablation")
 def ablation_cmd(
-    timesteps: Annotated[int, typer.Option("--timesteps", min=128, help="PPO env steps per arm.")] = 3000,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    max_keys: Annotated[int, typer.Option("--max-keys", min=16, help="Keys tracked by the hotness features.")] = 1024,
-    eval_episodes: Annotated[int, typer.Option("--eval-episodes", min=1)] = 2,
-    memory_cost: Annotated[float | None, typer.Option("--memory-cost", help="Reward memory price per GiB-hour (default: the env's).")] = None,
+    recipe: Annotated[Path, typer.Option("--recipe", help="PPO experiment YAML both arms train (the shipped policy's recipe).")] = Path("experiments/general.yaml"),
+    seeds: Annotated[str, typer.Option("--seeds", help="Training seeds, comma-separated (each arm trains each).")] = "0,1,2,3",
+    timesteps: Annotated[int | None, typer.Option("--timesteps", min=128, help="PPO env steps per run (default: the recipe's).")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Runs folder: ARM_sSEED/ policies, lstm/model.pt.")] = Path("runs/hotness-ablation"),
+    from_runs: Annotated[bool, typer.Option("--from-runs", help="Evaluate the runs already under --out (e.g. trained by scripts/hotness_ablation_device.py); train nothing.")] = False,
+    suite: Annotated[Path, typer.Option("--suite", help="Evaluation suite YAML: its held-out traces and prices.")] = Path("experiments/suite.yaml"),
+    eval_seeds: Annotated[str | None, typer.Option("--eval-seeds", help="Evaluation seeds, comma-separated (default: the suite's).")] = None,
+    traces: Annotated[str | None, typer.Option("--traces", help="Only these suite traces (names, comma-separated).")] = None,
+    intervals: Annotated[int | None, typer.Option("--intervals", min=1, help="Evaluation episode length (default: whole traces).")] = None,
+    lstm: Annotated[Path | None, typer.Option("--lstm", help="Hotness LSTM model.pt (default: OUT/lstm/model.pt, trained on the recipe's training workloads if missing).")] = None,
+    n_envs: Annotated[int | None, typer.Option("--n-envs", min=1, help="Override the recipe's n_envs.")] = None,
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """PPO with vs without hotness features (same budget, seed and evaluation episodes), logged to MLflow."""
-    from cachetuner.reports.hotness_ablation import run_ablation
+    """PPO (the shipped recipe) with vs without hotness features: train both arms x seeds, evaluate every
+    policy on the suite's held-out traces against static-default and best-static, log to MLflow
+    (experiment hotness-ablation). Locally this is slow (~14 core-minutes per run at 120k steps);
+    scripts/hotness_ablation_device.py trains all runs in parallel elsewhere, then --from-runs evaluates them."""
+    from cachetuner.reports.hotness_ablation import resave_numpy2_models, run_ablation
 
-    res = run_ablation(timesteps=timesteps, seed=seed, max_keys=max_keys, eval_episodes=eval_episodes,
-                       memory_cost_per_gb_hour=memory_cost, tracking_uri=tracking_uri, log=console.log)
+    if from_runs:
+        resave_numpy2_models(out_dir, log=console.log)
+    res = run_ablation(
+        recipe=recipe, seeds=_ints(seeds, "--seeds"), timesteps=timesteps, out_dir=out_dir, suite=suite,
+        eval_seeds=_ints(eval_seeds, "--eval-seeds") if eval_seeds else None,
+        traces=[t for t in traces.split(",") if t] if traces else None, intervals=intervals, lstm_path=lstm,
+        train=not from_runs, n_envs=n_envs, tracking_uri=tracking_uri, log=console.log,
+    )
     if json_out:
         emit_json(res)
     else:
-        out.print(res)
+        out.print(res["table"])
