@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from cachetuner.control.settings import ControlSettings
 from cachetuner.env import EnvConfig
+from cachetuner.hotness_model.settings import HotnessSettings
 from cachetuner.yamlconfig import load_model
 
 
@@ -69,33 +70,6 @@ class EarlyStopSettings(BaseModel):
     enabled: bool = True
     max_no_improvement_evals: int = Field(6, ge=1)
     min_evals: int = Field(6, ge=0)
-
-
-class HotnessSettings(BaseModel):
-    """Hotness features (:class:`cachetuner.hotness_model.features.HotnessFeatures`: predicted hot-set
-    bytes at 80/90/99 % coverage and hot-set churn) appended to the env observation, before the price
-    features. Training copies the LSTM next to the model (``hotness.pt``) and the saved
-    ``train_config.yaml`` names that copy, so the ``ppo`` controller rebuilds the same features."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = False
-    lstm_path: str | None = Field(
-        None, description="TorchScript model.pt of `cachetuner hotness train`; a relative path is looked up beside "
-        "the policy's model.zip first, then from the working directory"
-    )
-    max_keys: int = Field(1024, ge=16, description="keys tracked (and predicted) per interval")
-    top_k_share: float = Field(0.1, gt=0, le=1, description="share of tracked keys forming the hot set (churn)")
-    max_ratio: float = Field(8.0, gt=0, description="clip of the hot bytes / maxmemory features")
-
-    @model_validator(mode="after")
-    def _check(self) -> HotnessSettings:
-        if self.enabled and not self.lstm_path:
-            raise ValueError("hotness.enabled needs lstm_path (a model.pt from cachetuner hotness train)")
-        return self
-
-    def options(self) -> dict[str, float]:
-        return {"max_keys": self.max_keys, "top_k_share": self.top_k_share, "max_ratio": self.max_ratio}
 
 
 class TrainConfig(BaseModel):

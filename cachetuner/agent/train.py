@@ -22,9 +22,10 @@ import numpy as np
 import yaml
 from rich.console import Console
 
-from cachetuner.agent.config import HotnessSettings, TrainConfig
+from cachetuner.agent.config import TrainConfig
 from cachetuner.control.learned import CONFIG_SIDECAR, one_thread
 from cachetuner.env import CacheTuningEnv, EnvConfig
+from cachetuner.hotness_model.settings import HotnessSettings
 
 __all__ = ["CONFIG_SIDECAR", "TrainResult", "make_env", "one_thread", "train"]
 

@@ -147,7 +147,7 @@ def _hotness_settings(raw: dict[str, Any], cfg_path: Path, model_path: Path) -> 
     """The artifact's ``hotness:`` section with its LSTM path resolved (beside model.zip first), or None."""
     if not (raw.get("hotness") or {}).get("enabled"):
         return None
-    from cachetuner.agent.config import HotnessSettings
+    from cachetuner.hotness_model.settings import HotnessSettings
 
     h = validate(HotnessSettings, raw["hotness"], f"{cfg_path}: hotness")
     beside = model_path.parent / str(h.lstm_path)

@@ -5,19 +5,30 @@ ranking metrics (:mod:`.metrics`), training with MLflow tracking (:mod:`.train`)
 :class:`HotnessPredictor` protocol (:mod:`.predictor`) and env features (:mod:`.features`).
 """
 
-from cachetuner.hotness_model.baselines import BASELINES, BaselineConfig, make_baseline
-from cachetuner.hotness_model.config import HotnessExperiment, load_experiment
-from cachetuner.hotness_model.dataset import (
-    DatasetConfig,
-    HotnessDataset,
-    Windows,
-    bucket_counts,
-    build_dataset,
-)
-from cachetuner.hotness_model.features import FEATURE_NAMES, HotnessFeatures
-from cachetuner.hotness_model.metrics import METRIC_NAMES, ranking_metrics
-from cachetuner.hotness_model.model import HotnessLSTM, LSTMConfig
-from cachetuner.hotness_model.predictor import HotnessPredictor, InProcessPredictor
+import importlib
+from typing import Any
+
+#: public name -> the submodule that defines it. Imported on first use (PEP 562), so that reading a
+#: training config (``hotness_model.settings``) does not load torch.
+_EXPORTS = {
+    "BASELINES": "baselines", "BaselineConfig": "baselines", "make_baseline": "baselines",
+    "HotnessExperiment": "config", "load_experiment": "config",
+    "DatasetConfig": "dataset", "HotnessDataset": "dataset", "Windows": "dataset", "bucket_counts": "dataset",
+    "build_dataset": "dataset",
+    "FEATURE_NAMES": "features", "HotnessFeatures": "features",
+    "METRIC_NAMES": "metrics", "ranking_metrics": "metrics",
+    "HotnessLSTM": "model", "LSTMConfig": "model",
+    "HotnessPredictor": "predictor", "InProcessPredictor": "predictor",
+    "HotnessSettings": "settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "BASELINES",
@@ -30,6 +41,7 @@ __all__ = [
     "HotnessFeatures",
     "HotnessLSTM",
     "HotnessPredictor",
+    "HotnessSettings",
     "InProcessPredictor",
     "LSTMConfig",
     "Windows",
