@@ -1,6 +1,6 @@
 """Train every arm x seed of the hotness ablation in parallel, resumable, inside a wall-clock budget.
 
-The device-machine half of ``cachetuner hotness ablation`` (cachetuner/reports/hotness_ablation.py):
+The device-machine half of ``cachetuner hotness ablation`` (cachetuner/reports/hotness_ablation/):
 no MLflow here (it is logged where the policies are evaluated). One forked process per arm x seed,
 each with a SubprocVecEnv of the recipe's ``n_envs`` forked workers; numba kernels and the training
 traces are compiled/loaded once in the parent before forking. Every run writes ``last.zip`` +
