@@ -53,6 +53,14 @@ def hash_sample_mask(keys: np.ndarray, rate: float, modulus: int = MODULUS) -> n
 __all__ = ["MODULUS", "hash_sample_mask", "hash_values", "splitmix64", "threshold"]
 
 
+def grown(capacity: int, need: int) -> int:
+    """``capacity`` doubled until it holds ``need`` ids (how the miniature caches' key tables grow)."""
+    cap = max(int(capacity), 1)
+    while cap < need:
+        cap *= 2
+    return cap
+
+
 class LocalIds:
     """Dense local ids for arbitrary global key ids, as miniature caches need (their key tables are
     arrays indexed by id): each batch's new keys get the next ids, in sorted key order, from

@@ -45,7 +45,7 @@ from cachetuner.backend import (
 )
 from cachetuner.config import RedisConfig
 from cachetuner.errors import BackendError
-from cachetuner.keysample import LocalIds, hash_sample_mask
+from cachetuner.keysample import LocalIds, grown, hash_sample_mask
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Trace
@@ -249,10 +249,7 @@ class ShadowEstimator:
         need = self._ids.next_id + len(new)
         if need > self._capacity:
             # Rebuild larger (only when no key-count hint was available): warm state is lost once.
-            cap = self._capacity
-            while cap < need:
-                cap *= 2
-            self._build(cap)
+            self._build(grown(self._capacity, need))
             return self._local_ids(keys)
         new_ids = self._ids.add(new)
         if self._global_key_bytes is not None:

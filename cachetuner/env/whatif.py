@@ -37,7 +37,7 @@ import numpy as np
 from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.env.config import WhatIfConfig
-from cachetuner.keysample import LocalIds, hash_sample_mask, splitmix64
+from cachetuner.keysample import LocalIds, grown, hash_sample_mask, splitmix64
 from cachetuner.mrc.estimator import mini_params
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
@@ -292,10 +292,7 @@ class WhatIfEstimator:
         return self._ids.lookup(keys)
 
     def _grow(self, need: int) -> None:
-        cap = self._capacity
-        while cap < need:
-            cap *= 2
-        self._build(cap)
+        self._build(grown(self._capacity, need))
 
 
 __all__ = ["MIRROR", "WhatIfEstimator", "hash_sample_mask", "splitmix64", "whatif_label"]

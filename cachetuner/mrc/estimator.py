@@ -38,7 +38,7 @@ import numpy as np
 
 from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
-from cachetuner.keysample import LocalIds, hash_values, threshold
+from cachetuner.keysample import LocalIds, grown, hash_values, threshold
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.window import Counts, counts_before, shifted
@@ -331,11 +331,8 @@ class MRCEstimator:
         new = self._local.unseen(keys)
         need = self._local.next_id + len(new)
         if need > self._dyn_cap:
-            cap = self._dyn_cap
-            while cap < need:
-                cap *= 2
             local = self._local
-            self._rebuild_dynamic(cap)  # warm state is lost once per doubling (stated in the docs)
+            self._rebuild_dynamic(grown(self._dyn_cap, need))  # warm state is lost once per doubling (stated in the docs)
             self._local = local
         self._local.add(new)
         return self._local.lookup(keys)
