@@ -23,6 +23,7 @@ from cachetuner.control.base import DecisionContext, register_controller
 from cachetuner.control.settings import ControlSettings
 from cachetuner.env.config import EnvConfig
 from cachetuner.errors import ConfigError
+from cachetuner.hotness_model.settings import HotnessSettings
 from cachetuner.yamlconfig import load_yaml, validate
 
 #: The resolved training config saved next to every model.
@@ -64,7 +65,7 @@ class PolicyArtifact:
     price_features: bool
     recurrent: bool
     raw_config: dict[str, Any]
-    hotness: Any = None  # HotnessSettings (lstm_path resolved) when trained with hotness features, else None
+    hotness: HotnessSettings | None = None  # lstm_path resolved; None: trained without hotness features
 
     def model_card(self) -> str | None:
         card = self.model_path.parent / "MODEL_CARD.md"
@@ -143,12 +144,10 @@ def load_policy(
     )
 
 
-def _hotness_settings(raw: dict[str, Any], cfg_path: Path, model_path: Path) -> Any:
+def _hotness_settings(raw: dict[str, Any], cfg_path: Path, model_path: Path) -> HotnessSettings | None:
     """The artifact's ``hotness:`` section with its LSTM path resolved (beside model.zip first), or None."""
     if not (raw.get("hotness") or {}).get("enabled"):
         return None
-    from cachetuner.hotness_model.settings import HotnessSettings
-
     h = validate(HotnessSettings, raw["hotness"], f"{cfg_path}: hotness")
     beside = model_path.parent / str(h.lstm_path)
     path = beside if beside.is_file() else Path(str(h.lstm_path))

@@ -69,7 +69,6 @@ class TargetRunner:
         self.backend_factory = backend_factory
         self.backend: CacheBackend | None = None  # built lazily: the daemon starts even when Redis is down
         self.policy = policy
-        self.audit = audit
         self.metrics = metrics
         self.state = state
         self.probe = probe
