@@ -42,18 +42,21 @@ def test_calibration_matches_the_sim_formula(redis_only: LocalStack) -> None:
 
 def test_lfu_fidelity_on_write_heavy_cloudphysics(shared_traces: Path, redis_only: LocalStack) -> None:
     """allkeys-lfu on a write-heavy real trace (CloudPhysics: ~4 SETs per GET, 512 B-68 KiB values) at
-    Redis's default and non-default lfu-log-factor / lfu-decay-time, plus a policy switch to LFU and a
+    Redis's default and a non-default lfu-log-factor / lfu-decay-time, plus a policy switch to LFU and a
     shrink: every cell within 1 pp of the real Redis (issue 14). A single ~4 s replay of a cell varies
     by about +-0.6 pp from one Redis run to the next (its hash seed and sampling stream), so each cell
-    is the mean of three replays, each against four simulator seeds on its send times."""
+    is the mean of three replays, each against four simulator seeds on its send times. The second
+    non-default pair, (100, 0), is in the README's table (``cachetuner fidelity``): here it would add
+    ~27 s to the suite for the same code path."""
     trace = read_trace(shared_traces / "cloudphysics" / "cloudPhysicsIO.csv", limit=20_000)
     assert int((trace.ops == 1).sum()) > 3 * int((trace.ops == 0).sum())  # write-heavy
     opts = FidelityOptions(
-        policies=("allkeys-lfu",), sizes=(0.2, 0.5), rate=5_000, unbounded=False, sim_seeds=4, redis_repeats=3
+        policies=("allkeys-lfu",), sizes=(0.2, 0.5), rate=5_000, unbounded=False, sim_seeds=4, redis_repeats=3,
+        lfu_variants=((1, 1),),
     )
     res = run_fidelity(trace, opts, redis_only.redis_url)
-    assert len(res["cells"]) == 6 and len(res["scenarios"]) == 2
-    assert {(c["lfu_log_factor"], c["lfu_decay_time"]) for c in res["cells"]} == {(10, 1), (1, 1), (100, 0)}
+    assert len(res["cells"]) == 4 and len(res["scenarios"]) == 2
+    assert {(c["lfu_log_factor"], c["lfu_decay_time"]) for c in res["cells"]} == {(10, 1), (1, 1)}
     diffs = [(c.get("scenario", c["policy"]), c["lfu_log_factor"], c.get("size_fraction"), c["diff_pp"]) for c in res["cells"] + res["scenarios"]]
     assert res["max_abs_diff_pp"] <= 1.0, diffs
     for c in res["cells"]:
