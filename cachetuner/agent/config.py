@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from cachetuner.control.settings import ControlSettings
 from cachetuner.env import EnvConfig
@@ -101,6 +101,15 @@ class TrainConfig(BaseModel):
         validation_alias=AliasChoices("controllers", "baselines"),
         description="settings of the non-learned controllers (mrc, hindsight references, ...); `baselines:` is its older name",
     )
+
+    @model_validator(mode="after")
+    def _anchor_follows_mrc(self) -> TrainConfig:
+        """The env's anchor runs the same rule as the ``mrc`` controller of this config unless the env
+        names its own (``env.mrc.anchor``): a policy is trained, and later compared, around one rule."""
+        for env in (self.env, self.eval.env):
+            if env is not None:
+                env.mrc.pin_anchor(self.controllers.mrc)
+        return self
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> TrainConfig:

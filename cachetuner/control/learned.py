@@ -23,6 +23,7 @@ from cachetuner.control.base import DecisionContext, register_controller
 from cachetuner.control.settings import ControlSettings
 from cachetuner.env.config import EnvConfig
 from cachetuner.errors import ConfigError
+from cachetuner.mrc.decide import MRCControlSettings
 from cachetuner.hotness_model.settings import HotnessSettings
 from cachetuner.yamlconfig import load_yaml, validate
 
@@ -124,6 +125,10 @@ def load_policy(
     train_env = validate(EnvConfig, env_raw, f"{cfg_path}: env")
     eval_raw = (raw.get("eval") or {}).get("env")
     eval_env = validate(EnvConfig, eval_raw, f"{cfg_path}: eval.env") if eval_raw else train_env
+    controllers = raw.get("controllers", raw.get("baselines")) or {}
+    rule = validate(MRCControlSettings, controllers.get("mrc") or {}, f"{cfg_path}: controllers.mrc")
+    for env in (train_env, eval_env):
+        env.mrc.pin_anchor(rule)  # the rule it was trained around (TrainConfig does the same)
     recurrent = str((raw.get("ppo") or {}).get("policy", "mlp")).lower() in ("lstm", "recurrent")
     one_thread()
     try:

@@ -156,7 +156,7 @@ class CacheTuningEnv(gym.Env):
         self.mrc: MRCEstimator | None = None
         self._cost_curve: CostCurve | None = None
         self._anchor: RedisConfig | None = None
-        self._decider = MRCDecider()
+        self._decider = MRCDecider(cfg.mrc.anchor)
         self._reward_cfg = cfg.reward
         self._prev: MetricsSnapshot | None = None
         self._bounds: tuple[int, int] | None = None

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import Policy
 from cachetuner.keysample import MODULUS
+from cachetuner.mrc.decide import MRCControlSettings
 
 
 class MRCConfig(BaseModel):
@@ -60,3 +61,13 @@ class MRCConfig(BaseModel):
         3.0, gt=0, description="regression: a deficit of GETs beyond this many sd of key-sampling noise is taken as "
         "unsampled hot keys and credited as hits")
     modulus: int = Field(MODULUS, ge=2)
+    anchor: MRCControlSettings | None = Field(
+        None, description="the decision rule behind the env's anchor (what `mrc-offset` actions and the MRC "
+        "observation features are relative to); None = the `mrc` controller's defaults. A training config fills "
+        "it from its `controllers.mrc`, so the resolved config a model ships with pins the rule it was trained "
+        "around and the controller it is compared with is the same rule")
+
+    def pin_anchor(self, rule: MRCControlSettings) -> None:
+        """Make ``rule`` (a config's ``controllers.mrc``) the anchor's, unless ``anchor`` names its own."""
+        if self.anchor is None:
+            self.anchor = rule.model_copy()

@@ -50,6 +50,29 @@ def test_the_shipped_default_policy_loads_and_runs() -> None:
     assert rep.results["ppo"].summary["intervals"] == 6
 
 
+def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) -> None:
+    """The env's anchor follows ``controllers.mrc`` unless ``env.mrc.anchor`` pins its own; the shipped
+    policy pins the min_weight 1000 it was trained with while the mrc controller's default is 500."""
+    from cachetuner.agent.config import TrainConfig
+    from cachetuner.env import CacheTuningEnv
+    from cachetuner.mrc.decide import MRCControlSettings
+
+    assert MRCControlSettings().min_weight == 500
+    art = load_policy("default")
+    assert art.env_config.mrc.anchor.min_weight == art.train_env_config.mrc.anchor.min_weight == 1000
+    assert art.raw_config["controllers"]["mrc"]["min_weight"] == 500  # the comparison controller: the new default
+    shipped = TrainConfig.from_yaml("experiments/general.yaml")  # the recipe reproduces the shipped anchor
+    assert shipped.env.mrc.anchor.min_weight == shipped.eval_env_config().mrc.anchor.min_weight == 1000
+    follows = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1,
+                                          "controllers": {"mrc": {"min_weight": 250, "hysteresis": 0.05}}})
+    assert follows.env.mrc.anchor.min_weight == 250 and follows.env.mrc.anchor.hysteresis == 0.05
+    env = CacheTuningEnv(follows.env)
+    assert env._decider.settings.min_weight == 250  # noqa: SLF001 (the env's rule is the config's)
+    own = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1, "controllers": {"mrc": {"min_weight": 250}},
+                                      "env": {"mrc": {"anchor": {"min_weight": 700}}}})
+    assert own.env.mrc.anchor.min_weight == 700
+
+
 def test_suite_end_to_end(tmp_path: Path) -> None:
     from cachetuner.reports.suite import run_suite
 
