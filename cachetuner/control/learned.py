@@ -23,8 +23,8 @@ from cachetuner.control.base import DecisionContext, register_controller
 from cachetuner.control.settings import ControlSettings
 from cachetuner.env.config import EnvConfig
 from cachetuner.errors import ConfigError
-from cachetuner.mrc.decide import MRCControlSettings
 from cachetuner.hotness_model.settings import HotnessSettings
+from cachetuner.mrc.decide import MRCControlSettings
 from cachetuner.yamlconfig import load_yaml, validate
 
 #: The resolved training config saved next to every model.
