@@ -20,7 +20,7 @@ from cachetuner.errors import BackendError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices
 from cachetuner.mrc.curves import MissRatioCurves
-from cachetuner.mrc.decide import MRCDecider
+from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
 from cachetuner.mrc.estimator import MRCEstimator
 from cachetuner.space import ConfigSpace
 from cachetuner.ttl.knobs import ClientTTL, ClientTTLBackend
@@ -216,6 +216,12 @@ class CacheTuningEnv(gym.Env):
     def anchor(self) -> RedisConfig | None:
         """The config the cost curve says is cheapest now (``None`` until the curves are ready)."""
         return self._anchor
+
+    @property
+    def anchor_rule(self) -> MRCControlSettings:
+        """The ``mrc`` rule the anchor follows (``env.mrc.anchor``): what a policy's ``mrc-offset`` actions
+        and MRC features are relative to, read-only."""
+        return self._decider.settings.model_copy()
 
     def fork(self) -> CacheTuningEnv:
         """An independent copy in the current state, simulator included: the hindsight controllers'

@@ -67,7 +67,7 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
                                           "controllers": {"mrc": {"min_weight": 250, "hysteresis": 0.05}}})
     assert follows.env.mrc.anchor.min_weight == 250 and follows.env.mrc.anchor.hysteresis == 0.05
     env = CacheTuningEnv(follows.env)
-    assert env._decider.settings.min_weight == 250  # noqa: SLF001 (the env's rule is the config's)
+    assert env.anchor_rule.min_weight == 250  # the env's rule is the config's
     own = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1, "controllers": {"mrc": {"min_weight": 250}},
                                       "env": {"mrc": {"anchor": {"min_weight": 700}}}})
     assert own.env.mrc.anchor.min_weight == 700
