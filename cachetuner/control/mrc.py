@@ -7,7 +7,7 @@ from typing import ClassVar
 from cachetuner.config import RedisConfig
 from cachetuner.control.base import DecisionContext, register_controller
 from cachetuner.control.settings import ControlSettings
-from cachetuner.mrc.decide import MRCDecider
+from cachetuner.mrc.decide import MRCDecider, is_full
 
 
 @register_controller("mrc")
@@ -31,4 +31,5 @@ class MRCController:
 
     def decide(self, ctx: DecisionContext) -> RedisConfig:
         snap = ctx.snapshot
-        return self.decider.decide(ctx.curves, ctx.prices, snap.gets, ctx.config, ctx.space, snap.gets - snap.hits)
+        return self.decider.decide(ctx.curves, ctx.prices, snap.gets, ctx.config, ctx.space, snap.gets - snap.hits,
+                                   full=is_full(snap))

@@ -37,6 +37,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import RedisConfig
+from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.space import ConfigSpace
@@ -79,6 +80,13 @@ class MRCControlSettings(BaseModel):
         "curve (which underrates large caches) loses every interval it waits (list prices: memory ~1e-5 of the "
         "miss cost); 0 = off"
     )
+    free_shrink: float | None = Field(
+        1.25, ge=1, description="shrink past the shrink gates (shrink_min_weight, shrink_confirm) when the memory given "
+        "back per interval is at least this multiple of what *all* the hits of the cache in force are worth (GETs - "
+        "misses, smoothed over the intervals at its size, times the miss price): even if the smaller cache hit nothing, "
+        "the move saves money, so a young curve's bias against large caches cannot make it a loss; the cost "
+        "curve still chooses the target. null = off"
+    )
     change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
     policy_min_gain: float = Field(
         0.03, ge=0, le=1, description="a policy switch needs the other policy's predicted hit ratio at the target "
@@ -103,18 +111,24 @@ class MRCDecider:
         self.last: CostCurve | None = None
         self._candidate: tuple[str, int] | None = None
         self._streak = 0
+        self._held: tuple[int, str] | None = None  # the (size, policy) the hit tracker below measures
+        self._held_hits = 0.0
+        self._held_n = 0
 
     def decide(
         self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace,
-        misses: float | None = None,
+        misses: float | None = None, full: bool | None = None,
     ) -> RedisConfig:
-        """The config to run next (``cur`` to hold). ``misses``: the last interval's (enables ``free_growth``)."""
+        """The config to run next (``cur`` to hold). ``misses``: the last interval's (enables ``free_growth``
+        and ``free_shrink``); ``full``: whether the cache was full (evicting, or near ``maxmemory``) in it, so
+        that a cache still filling from cold is not judged by its first hits (``None``: not known, taken as full)."""
         s = self.settings
         g = float(gets)
         self.gets = g if self.gets is None else (1 - s.gets_smoothing) * self.gets + s.gets_smoothing * g
         if misses is not None:
             m = float(misses)
             self.misses = m if self.misses is None else (1 - s.gets_smoothing) * self.misses + s.gets_smoothing * m
+            self._track_hits(cur, g - m, full is not False)
         if self._free_growth(prices, cur, space):
             return cur.evolve(maxmemory=int(space.max_bytes))
         if curves is None or not self.gets or not curves.ready(s.min_weight):
@@ -151,9 +165,11 @@ class MRCDecider:
             return self._move(cur, target) if self._streak >= s.confirm else cur
         saving = now - cc.cost_at(*target)
         shrink = target[1] < cur.maxmemory
-        if shrink and not curves.ready(s.shrink_min_weight):
+        free = shrink and self._free_shrink(prices, cur, target[1])
+        if shrink and not free and not curves.ready(s.shrink_min_weight):
             return cur
-        if self._streak < (s.shrink_confirm if shrink else s.confirm) or saving <= s.hysteresis * max(now, 0.0):
+        need = s.shrink_confirm if shrink and not free else s.confirm
+        if self._streak < need or saving <= s.hysteresis * max(now, 0.0):
             return cur
         if saving * s.payback_intervals <= prices.switch + self._refill_cost(curves, prices, cur, target):
             return cur
@@ -166,6 +182,30 @@ class MRCDecider:
             return False
         worst_loss = float(prices.memory_cost(space.max_bytes) - prices.memory_cost(cur.maxmemory)) + prices.switch
         return worst_loss <= s.free_growth * self.misses * prices.miss
+
+    def _track_hits(self, cur: RedisConfig, hits: float, full: bool) -> None:
+        """Smoothed hits of the cache in force, restarted whenever its size or policy changes (the hits of
+        another config say nothing about this one's worth) and started only once it has been full (a cache
+        filling from cold hits less than it will)."""
+        held = (cur.maxmemory, cur.maxmemory_policy)
+        if held != self._held:
+            self._held, self._held_hits, self._held_n = held, 0.0, 0
+        if self._held_n == 0:
+            if full:
+                self._held_hits, self._held_n = max(hits, 0.0), 1
+            return
+        a = max(self.settings.gets_smoothing, 1.0 / (self._held_n + 1))  # a plain mean until the EWMA has history
+        self._held_hits = (1 - a) * self._held_hits + a * max(hits, 0.0)
+        self._held_n += 1
+
+    def _free_shrink(self, prices: Prices, cur: RedisConfig, target: int) -> bool:
+        """Whether the memory a shrink to ``target`` gives back outweighs every hit the cache in force has
+        been making (``free_shrink`` times over): the move cannot lose even if the smaller cache hit nothing."""
+        s = self.settings
+        if s.free_shrink is None or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm:
+            return False
+        given_back = float(prices.memory_cost(cur.maxmemory) - prices.memory_cost(target))
+        return given_back >= s.free_shrink * self._held_hits * prices.miss + prices.switch
 
     @staticmethod
     def _band_edge(cc: CostCurve, policy: str, current: int, band: float) -> int:
@@ -204,4 +244,9 @@ class MRCDecider:
         return 0.5 * gain * min(fill_intervals, self.settings.payback_intervals)
 
 
-__all__ = ["MRCControlSettings", "MRCDecider"]
+def is_full(snap: MetricsSnapshot) -> bool:
+    """Whether an interval ran with a full cache: it evicted, or ended within 5 % of ``maxmemory``."""
+    return snap.evictions > 0 or snap.memory_utilisation >= 0.95
+
+
+__all__ = ["MRCControlSettings", "MRCDecider", "is_full"]

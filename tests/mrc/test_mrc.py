@@ -308,3 +308,36 @@ def test_mrc_grows_straight_to_the_largest_size_only_when_that_cannot_cost_more_
     assert out.maxmemory_policy == cur.maxmemory_policy
     assert dec.decide(None, prices, gets=1000, cur=cur, space=space).maxmemory == out.maxmemory  # EWMA kept
     assert MRCDecider().decide(None, prices, gets=1000, cur=cur, space=space) == cur  # no misses: no bound
+
+
+@pytest.mark.parametrize(("miss_price", "full", "shrinks"), [(0.0002, True, True), (0.002, True, False), (0.0002, False, False)])
+def test_mrc_shrinks_past_the_young_curve_gates_only_when_all_its_hits_are_worth_less_than_the_memory(
+    miss_price: float, full: bool, shrinks: bool
+) -> None:
+    """``free_shrink``: a curve with too little evidence for an ordinary shrink (``shrink_min_weight``) may
+    still shrink a full cache whose every hit is worth less than the memory given back (the move cannot
+    lose even if the smaller cache hit nothing). Valuable hits, or a cache still filling from cold, wait."""
+    from cachetuner.mrc import MissRatioCurves
+    from cachetuner.mrc.decide import MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
+    ev = {"allkeys-lru": np.full(8, 600.0)}  # past min_weight (500), short of shrink_min_weight (1,500)
+    curves = MissRatioCurves(sizes, {"allkeys-lru": np.full(8, 0.3)}, weight=dict(ev), evidence=ev)
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    prices = Prices(memory_per_gib_hour=1000.0, miss=miss_price, switch=0.0, interval_s=10)
+    cur = start = RedisConfig(maxmemory=64 << 20, maxmemory_policy="allkeys-lru")
+    dec = MRCDecider()
+    moved_at = None
+    for i in range(6):
+        cur = dec.decide(curves, prices, 1000.0, cur, space, misses=700.0, full=full)
+        if cur != start and moved_at is None:
+            moved_at = i
+    assert (cur.maxmemory < start.maxmemory) is shrinks
+    if shrinks:
+        assert moved_at == dec.settings.confirm - 1  # the ordinary confirmation, not shrink_confirm (8)
+    off = MRCDecider(dec.settings.model_copy(update={"free_shrink": None}))
+    cur = start
+    for _ in range(6):
+        cur = off.decide(curves, prices, 1000.0, cur, space, misses=700.0, full=full)
+    assert cur == start  # without the rule the young curve's shrink waits for its evidence
