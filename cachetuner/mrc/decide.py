@@ -20,6 +20,10 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
   over the fill time, fill time = added bytes / bytes inserted per interval). A shrink is charged the
   same amount, the price of growing back: without it a flat cost curve makes the controller drop a
   warm cache for a small saving and pay the refill later;
+- *free shrink*: the shrink gates are waived (``confirm`` and ``min_weight`` still hold) when the memory
+  a shrink gives back is worth more than every hit the full cache in force has been making
+  (``free_shrink`` times over, plus the switch and any SLO penalty): then even a smaller cache that hit
+  nothing would cost less, so the young curve's bias cannot make the move a loss;
 - the saving must exceed a ``hysteresis`` share of the current cost; a growth goes to the optimum
   (its refill cost is already charged), a shrink only to the edge of the band of sizes within that
   share of the optimum (drop as little warm data as the curve allows);
@@ -205,7 +209,9 @@ class MRCDecider:
         if s.free_shrink is None or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm:
             return False
         given_back = float(prices.memory_cost(cur.maxmemory) - prices.memory_cost(target))
-        return given_back >= s.free_shrink * self._held_hits * prices.miss + prices.switch
+        # the worst case also breaches the SLO (a cache that hits nothing has the miss latency's p95)
+        slo = prices.slo_penalty if prices.slo_penalty and np.isfinite(prices.slo_p95_ms) else 0.0
+        return given_back >= s.free_shrink * self._held_hits * prices.miss + prices.switch + slo
 
     @staticmethod
     def _band_edge(cc: CostCurve, policy: str, current: int, band: float) -> int:

@@ -310,13 +310,17 @@ def test_mrc_grows_straight_to_the_largest_size_only_when_that_cannot_cost_more_
     assert MRCDecider().decide(None, prices, gets=1000, cur=cur, space=space) == cur  # no misses: no bound
 
 
-@pytest.mark.parametrize(("miss_price", "full", "shrinks"), [(0.0002, True, True), (0.002, True, False), (0.0002, False, False)])
+@pytest.mark.parametrize(
+    ("miss_price", "full", "slo_penalty", "shrinks"),
+    [(0.0002, True, 0.0, True), (0.002, True, 0.0, False), (0.0002, False, 0.0, False), (0.0002, True, 1.0, False)],
+)
 def test_mrc_shrinks_past_the_young_curve_gates_only_when_all_its_hits_are_worth_less_than_the_memory(
-    miss_price: float, full: bool, shrinks: bool
+    miss_price: float, full: bool, slo_penalty: float, shrinks: bool
 ) -> None:
     """``free_shrink``: a curve with too little evidence for an ordinary shrink (``shrink_min_weight``) may
     still shrink a full cache whose every hit is worth less than the memory given back (the move cannot
-    lose even if the smaller cache hit nothing). Valuable hits, or a cache still filling from cold, wait."""
+    lose even if the smaller cache hit nothing). Valuable hits, a cache still filling from cold, or an SLO
+    penalty the worst case would pay, wait."""
     from cachetuner.mrc import MissRatioCurves
     from cachetuner.mrc.decide import MRCDecider
     from cachetuner.space import ConfigSpace
@@ -325,7 +329,8 @@ def test_mrc_shrinks_past_the_young_curve_gates_only_when_all_its_hits_are_worth
     ev = {"allkeys-lru": np.full(8, 600.0)}  # past min_weight (500), short of shrink_min_weight (1,500)
     curves = MissRatioCurves(sizes, {"allkeys-lru": np.full(8, 0.3)}, weight=dict(ev), evidence=ev)
     space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
-    prices = Prices(memory_per_gib_hour=1000.0, miss=miss_price, switch=0.0, interval_s=10)
+    prices = Prices(memory_per_gib_hour=1000.0, miss=miss_price, switch=0.0, interval_s=10, slo_penalty=slo_penalty,
+                    slo_p95_ms=1500.0)
     cur = start = RedisConfig(maxmemory=64 << 20, maxmemory_policy="allkeys-lru")
     dec = MRCDecider()
     moved_at = None
