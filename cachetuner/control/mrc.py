@@ -7,7 +7,7 @@ from typing import ClassVar
 from cachetuner.config import RedisConfig
 from cachetuner.control.base import DecisionContext, register_controller
 from cachetuner.control.settings import ControlSettings
-from cachetuner.mrc.decide import MRCDecider, is_full
+from cachetuner.mrc.decide import MRCDecider
 
 
 @register_controller("mrc")
@@ -30,6 +30,4 @@ class MRCController:
         self.decider.reset()
 
     def decide(self, ctx: DecisionContext) -> RedisConfig:
-        snap = ctx.snapshot
-        return self.decider.decide(ctx.curves, ctx.prices, snap.gets, ctx.config, ctx.space, snap.gets - snap.hits,
-                                   full=is_full(snap))
+        return self.decider.decide_after(ctx.snapshot, ctx.curves, ctx.prices, ctx.config, ctx.space)

@@ -20,7 +20,7 @@ from cachetuner.errors import BackendError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices
 from cachetuner.mrc.curves import MissRatioCurves
-from cachetuner.mrc.decide import MRCControlSettings, MRCDecider, is_full
+from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
 from cachetuner.mrc.estimator import MRCEstimator
 from cachetuner.space import ConfigSpace
 from cachetuner.ttl.knobs import ClientTTL, ClientTTLBackend
@@ -411,8 +411,7 @@ class CacheTuningEnv(gym.Env):
         rule): ``mrc-offset`` actions and the MRC observation features are relative to it."""
         assert self.mrc is not None
         config = self.backend.config
-        proposal = self._decider.decide(self.mrc.curves(), self.prices, snap.gets, config, self.space,
-                                        snap.gets - snap.hits, full=is_full(snap))
+        proposal = self._decider.decide_after(snap, self.mrc.curves(), self.prices, config, self.space)
         self._cost_curve = self._decider.last
         # without a cost curve yet the anchor exists only when the rule moves anyway (free growth)
         self._anchor = proposal if (self._cost_curve is not None or proposal != config) else None

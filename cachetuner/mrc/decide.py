@@ -179,6 +179,13 @@ class MRCDecider:
             return cur
         return self._move(cur, target)
 
+    def decide_after(
+        self, snap: MetricsSnapshot, curves: MissRatioCurves | None, prices: Prices, cur: RedisConfig, space: ConfigSpace,
+    ) -> RedisConfig:
+        """:meth:`decide` on the interval ``snap`` describes (its GETs, misses and whether the cache was
+        full): what the ``mrc`` controller and the env's anchor both call, so they read it alike."""
+        return self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap))
+
     def _free_growth(self, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> bool:
         """Whether growing to the largest size risks at most ``free_growth`` of the misses' cost (see the setting)."""
         s = self.settings
