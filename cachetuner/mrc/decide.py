@@ -44,6 +44,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
 from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.mrc.fill import FillCap
 from cachetuner.space import ConfigSpace
 
 
@@ -82,7 +83,8 @@ class MRCControlSettings(BaseModel):
         "memory (+ switch) cost per interval is at most this share of the current misses' cost: misses do not rise "
         "with size, so such a move can lose no more than that share, while growing step by step behind a young "
         "curve (which underrates large caches) loses every interval it waits (list prices: memory ~1e-5 of the "
-        "miss cost); 0 = off"
+        "miss cost). Only once the cache is full (evicting, or within 5 % of maxmemory): before that more room "
+        "buys no hit. 0 = off"
     )
     free_shrink: float | None = Field(
         1.25, ge=1, description="shrink past the shrink gates (shrink_min_weight, shrink_confirm) when the memory given "
@@ -90,6 +92,12 @@ class MRCControlSettings(BaseModel):
         "misses, smoothed over the intervals at its size, times the miss price): even if the smaller cache hit nothing, "
         "the move saves money, so a young curve's bias against large caches cannot make it a loss; the cost "
         "curve still chooses the target. null = off"
+    )
+    fill_headroom: float | None = Field(
+        2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "
+        "maxmemory at the bytes in use plus this many intervals of inserts (at least 10 % of the bytes in use): a "
+        "cache that has not filled its limit hits as often as with any larger one, so the empty part is memory paid "
+        "for nothing (cachetuner.mrc.fill). Only decide_after applies it (it needs the interval's metrics). null = off"
     )
     change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
     policy_min_gain: float = Field(
@@ -107,9 +115,13 @@ class MRCDecider:
 
     def __init__(self, settings: MRCControlSettings | None = None) -> None:
         self.settings = settings or MRCControlSettings()
+        h = self.settings.fill_headroom
+        self.fill = FillCap(h) if h is not None else None
         self.reset()
 
     def reset(self) -> None:
+        if self.fill is not None:
+            self.fill.reset()
         self.gets: float | None = None
         self.misses: float | None = None
         self.last: CostCurve | None = None
@@ -133,7 +145,7 @@ class MRCDecider:
             m = float(misses)
             self.misses = m if self.misses is None else (1 - s.gets_smoothing) * self.misses + s.gets_smoothing * m
             self._track_hits(cur, g - m, full is not False)
-        if self._free_growth(prices, cur, space):
+        if full is not False and self._free_growth(prices, cur, space):  # a cache not yet full gains nothing from more room
             return cur.evolve(maxmemory=int(space.max_bytes))
         if curves is None or not self.gets or not curves.ready(s.min_weight):
             return cur
@@ -183,8 +195,14 @@ class MRCDecider:
         self, snap: MetricsSnapshot, curves: MissRatioCurves | None, prices: Prices, cur: RedisConfig, space: ConfigSpace,
     ) -> RedisConfig:
         """:meth:`decide` on the interval ``snap`` describes (its GETs, misses and whether the cache was
-        full): what the ``mrc`` controller and the env's anchor both call, so they read it alike."""
-        return self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap))
+        full), then the fill cap (``fill_headroom``): what the ``mrc`` controller and the env's anchor both
+        call, so they read it alike. The rule itself reasons from the size it chose, not the capped one."""
+        if self.fill is None:
+            return self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap))
+        cur = self.fill.intended(cur)
+        full = snap.evictions > 0 or snap.used_memory >= 0.95 * cur.maxmemory
+        nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full)
+        return self.fill.apply(nxt, snap, space, prices)
 
     def _free_growth(self, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> bool:
         """Whether growing to the largest size risks at most ``free_growth`` of the misses' cost (see the setting)."""

@@ -61,10 +61,11 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     art = load_policy("default")
     assert art.env_config.mrc.anchor.min_weight == art.train_env_config.mrc.anchor.min_weight == 1000
     assert art.env_config.mrc.anchor.free_shrink is None  # trained before the rule existed
+    assert art.env_config.mrc.anchor.fill_headroom is None  # likewise the fill cap
     assert art.raw_config["controllers"]["mrc"]["min_weight"] == 500  # the comparison controller: the new default
     shipped = TrainConfig.from_yaml("experiments/general.yaml")  # the recipe reproduces the shipped anchor
     assert shipped.env.mrc.anchor.min_weight == shipped.eval_env_config().mrc.anchor.min_weight == 1000
-    assert shipped.env.mrc.anchor.free_shrink is None
+    assert shipped.env.mrc.anchor.free_shrink is None and shipped.env.mrc.anchor.fill_headroom is None
     follows = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1,
                                           "controllers": {"mrc": {"min_weight": 250, "hysteresis": 0.05}}})
     assert follows.env.mrc.anchor.min_weight == 250 and follows.env.mrc.anchor.hysteresis == 0.05

@@ -1,0 +1,88 @@
+"""Fill cap: while a cache is still filling, hold only the memory it uses plus headroom for its inserts.
+
+Why: memory is charged on ``maxmemory`` held, but a cache below its ``maxmemory`` hits exactly as often
+as it would with any larger limit: no key has been evicted yet. After a cold start (a restart, a new
+deployment, every replayed episode) a cache takes many intervals to fill its size, and every static
+config pays for the empty part all that time. The cap sets ``maxmemory`` to the bytes in use plus
+``headroom_intervals`` intervals of inserts (at least ``min_share`` of the bytes in use), raised ahead
+of the data, so no eviction is caused while the cache fills; it lifts once the cache reaches the size the
+rule chose (the *intended* size) or evicts. A burst of inserts beyond the headroom evicts the coldest keys
+of a still-filling cache (the only way the cap can cost hits); the cap then jumps to the intended size.
+
+Which decisions it changes: only ``maxmemory``, only downwards from the intended config, never below
+the bounds. The rule that chose the intended config keeps deciding on the intended size (the cap hands
+it back through :meth:`FillCap.intended`), so it is a layer, not a second controller.
+"""
+
+from __future__ import annotations
+
+from cachetuner.config import RedisConfig
+from cachetuner.metrics import MetricsSnapshot
+from cachetuner.mrc.cost import Prices
+from cachetuner.space import ConfigSpace
+
+
+class FillCap:
+    """Caps ``maxmemory`` at used memory + headroom while the cache is filling (see the module doc)."""
+
+    #: the cap is raised to at least this multiple of itself when it must grow (fewer config changes)
+    step = 1.25
+    #: the cap follows falling usage (expired keys) only when it would hold this share or less of it
+    shrink_below = 0.6
+
+    def __init__(self, headroom_intervals: float, min_share: float = 0.10) -> None:
+        self.headroom_intervals = float(headroom_intervals)
+        self.min_share = float(min_share)
+        self.reset()
+
+    def reset(self) -> None:
+        self._applied: RedisConfig | None = None
+        self._intended: RedisConfig | None = None
+        self._last_used: float | None = None
+
+    def intended(self, cur: RedisConfig) -> RedisConfig:
+        """The config the rule meant, when ``cur`` is (or a guard's version of) the capped one this layer
+        applied: the cap was engaged and ``cur`` has the intended policy and at most the intended size (a
+        daemon's step limit or cooldown may have kept an older cap in force). Else ``cur``: somebody else
+        set it, and it is what the rule must reason from."""
+        a, i = self._applied, self._intended
+        if (a is not None and i is not None and a.maxmemory < i.maxmemory
+                and cur.maxmemory_policy == i.maxmemory_policy and cur.maxmemory <= i.maxmemory):
+            return cur.evolve(maxmemory=i.maxmemory)
+        return cur
+
+    def apply(self, intended: RedisConfig, snap: MetricsSnapshot, space: ConfigSpace, prices: Prices | None = None) -> RedisConfig:
+        """The config to run: ``intended`` with ``maxmemory`` capped while the cache is filling. With
+        ``prices``, the cap holds back memory only when one interval of it pays for ``2 x`` a config
+        change (at list prices a GiB-hour of RAM is worth a few model calls, so a cap would cost more in
+        changes than it saves), and lowers the limit in force only on the same condition."""
+        self._intended = intended
+        target = int(intended.maxmemory)
+        used = float(snap.used_memory)
+        grown = used - self._last_used if self._last_used is not None else 0.0
+        self._last_used = used
+        prev = int(snap.maxmemory or target)  # the limit in force (a daemon's guard may have kept an older one)
+        if used >= 0.95 * target or snap.evictions > 0 or snap.stale:
+            cap = target  # full, the headroom was outrun (evictions), or no trustworthy reading: no cap
+        else:
+            per_key = used / snap.keys if snap.keys > 0 else 0.0
+            inserts = max(float(snap.sets) * per_key, float(snap.misses) * per_key, grown)
+            need = used + max(self.headroom_intervals * inserts, self.min_share * used)
+            cap = prev if need <= prev else max(need, prev * self.step)
+            if need < self.shrink_below * prev and self._pays(prices, prev, need):
+                cap = need
+            cap = int(min(max(cap, space.min_bytes), target))
+            if cap < target and not self._pays(prices, target, cap):
+                cap = target  # the memory held back is not worth the changes the cap makes
+        self._applied = intended.evolve(maxmemory=cap)
+        return self._applied
+
+    @staticmethod
+    def _pays(prices: Prices | None, held: float, lower: float) -> bool:
+        """Whether lowering the limit from ``held`` to ``lower`` saves, in one interval, twice the change's price."""
+        if prices is None:
+            return True
+        return float(prices.memory_cost(held) - prices.memory_cost(lower)) >= 2.0 * prices.switch
+
+
+__all__ = ["FillCap"]

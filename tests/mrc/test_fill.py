@@ -1,0 +1,95 @@
+"""The fill cap (``mrc.fill_headroom``): a filling cache holds only what it uses plus headroom, lifts the
+cap when it fills or evicts, and costs no hit on a real episode."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachetuner.config import RedisConfig
+from cachetuner.control import ControlSettings
+from cachetuner.control.mrc import MRCController
+from cachetuner.env import EnvConfig, WorkloadSpec
+from cachetuner.evaluation import evaluate_controllers
+from cachetuner.metrics import MetricsSnapshot
+from cachetuner.mrc.fill import FillCap
+from cachetuner.space import ConfigSpace
+
+MiB = 1 << 20
+SPACE = ConfigSpace(min_bytes=4 * MiB, max_bytes=1024 * MiB, policies=("allkeys-lru", "allkeys-lfu"), timeouts=(0,))
+INTENDED = RedisConfig(maxmemory=512 * MiB, maxmemory_policy="allkeys-lru")
+
+
+def _snap(used: int, *, maxmemory: int = 512 * MiB, misses: int = 1000, keys: int = 10_000, evictions: int = 0,
+          stale: bool = False) -> MetricsSnapshot:
+    return MetricsSnapshot(interval_s=10, gets=2000, hits=2000 - misses, misses=misses, sets=misses,
+                           used_memory=used, maxmemory=maxmemory, keys=keys, evictions=evictions, stale=stale)
+
+
+def test_a_filling_cache_holds_its_bytes_plus_headroom_for_its_inserts() -> None:
+    cap = FillCap(headroom_intervals=2.0)
+    used = 40 * MiB  # 10,000 keys of 4 KiB: 1,000 inserts an interval are ~4 MiB
+    out = cap.apply(INTENDED, _snap(used), SPACE)
+    assert out.maxmemory_policy == INTENDED.maxmemory_policy
+    per_key = used / 10_000
+    assert out.maxmemory == int(used + 2.0 * 1000 * per_key)  # two intervals of inserts (> 10 % of used)
+    assert cap.intended(out) == INTENDED  # the rule keeps reasoning from the size it chose
+    # a config someone else set (another policy) is what the rule must reason from
+    other = out.evolve(maxmemory_policy="allkeys-lfu")
+    assert cap.intended(other) == other
+
+
+def test_the_cap_rises_ahead_of_the_data_in_steps_and_never_passes_the_intended_size() -> None:
+    cap = FillCap(headroom_intervals=2.0)
+    first = cap.apply(INTENDED, _snap(40 * MiB), SPACE).maxmemory
+    held = cap.apply(INTENDED, _snap(41 * MiB, maxmemory=first, misses=500), SPACE).maxmemory
+    assert held == first  # enough headroom left: no config change
+    raised = cap.apply(INTENDED, _snap(int(first * 0.97), maxmemory=first), SPACE).maxmemory
+    assert raised >= int(first * cap.step)  # a raise is a real step, not one per interval
+    near = cap.apply(INTENDED, _snap(500 * MiB, maxmemory=raised), SPACE).maxmemory
+    assert near == INTENDED.maxmemory  # within 5 % of the chosen size: the cap lifts
+
+
+@pytest.mark.parametrize("why", ["evictions", "stale"])
+def test_the_cap_lifts_when_the_cache_evicts_or_the_reading_is_stale(why: str) -> None:
+    cap = FillCap(headroom_intervals=2.0)
+    first = cap.apply(INTENDED, _snap(40 * MiB), SPACE).maxmemory
+    snap = _snap(first, maxmemory=first, evictions=50) if why == "evictions" else _snap(40 * MiB, maxmemory=first, stale=True)
+    assert cap.apply(INTENDED, snap, SPACE).maxmemory == INTENDED.maxmemory
+
+
+def test_the_cap_respects_the_lower_bound() -> None:
+    out = FillCap(headroom_intervals=2.0).apply(INTENDED, _snap(MiB, misses=10, keys=100), SPACE)
+    assert out.maxmemory == SPACE.min_bytes
+
+
+def test_on_a_cold_episode_the_cap_saves_memory_and_costs_no_hit() -> None:
+    """A cache far larger than the traffic fills in the episode: with the cap ``mrc`` makes the same
+    decisions, serves the same hits, evicts nothing more, and pays less for memory."""
+    wl = WorkloadSpec(trace="synthetic:zipf", rate=200,
+                      params={"n_requests": 40_000, "n_keys": 20_000, "alpha": 0.8, "sizes": "fixed:4096"})
+    cfg = EnvConfig(
+        workloads=[wl], interval_s=10, episode_intervals=None, warmup_intervals=1,
+        bounds={"min_bytes": 4 * MiB, "max_bytes": 512 * MiB, "initial_bytes": 256 * MiB},
+        actions={"policies": ["allkeys-lru"], "timeouts": [0]},
+        reward={"miss_cost": 0.0002, "memory_cost_per_gb_hour": 5.0, "slo_penalty": 0.0, "switch_cost": 0.0},
+    )
+    on = ControlSettings()
+    off = on.model_copy(update={"mrc": on.mrc.model_copy(update={"fill_headroom": None})})
+    rep = evaluate_controllers(cfg, {"capped": MRCController(on), "uncapped": MRCController(off)}, seed=0)
+    capped, uncapped = rep.results["capped"], rep.results["uncapped"]
+    assert [r.hits for r in capped.records] == [r.hits for r in uncapped.records]
+    assert all(r.used_memory <= r.maxmemory for r in capped.records)
+    assert capped.summary["mean_maxmemory_bytes"] < 0.5 * uncapped.summary["mean_maxmemory_bytes"]
+    assert capped.summary["cost"] < uncapped.summary["cost"]
+
+
+@pytest.mark.parametrize(("memory_per_gib_hour", "capped"), [(100.0, True), (0.016, False)])
+def test_the_cap_holds_memory_back_only_when_that_pays_for_its_config_changes(memory_per_gib_hour: float,
+                                                                            capped: bool) -> None:
+    """At list prices (RAM ~ $0.016/GiB-hour, a change = one $0.002 model call) the 470 MiB held back
+    are worth ~$2e-5 an interval: less than the changes the cap would make."""
+    from cachetuner.mrc import Prices
+
+    prices = Prices(memory_per_gib_hour=memory_per_gib_hour, miss=0.002, switch=0.002, interval_s=10)
+    out = FillCap(headroom_intervals=2.0).apply(INTENDED, _snap(40 * MiB), SPACE, prices)
+    assert (out.maxmemory < INTENDED.maxmemory) is capped
