@@ -8,6 +8,8 @@ config pays for the empty part all that time. The cap sets ``maxmemory`` to the 
 of the data, so no eviction is caused while the cache fills; it lifts once the cache reaches the size the
 rule chose (the *intended* size) or evicts. A burst of inserts beyond the headroom evicts the coldest keys
 of a still-filling cache (the only way the cap can cost hits); the cap then jumps to the intended size.
+Only under ``allkeys-*`` policies: under ``noeviction`` or ``volatile-*`` a cache at its limit may refuse
+writes instead of evicting.
 
 Which decisions it changes: only ``maxmemory``, only downwards from the intended config, never below
 the bounds. The rule that chose the intended config keeps deciding on the intended size (the cap hands
@@ -62,8 +64,12 @@ class FillCap:
         grown = used - self._last_used if self._last_used is not None else 0.0
         self._last_used = used
         prev = int(snap.maxmemory or target)  # the limit in force (a daemon's guard may have kept an older one)
-        if used >= 0.95 * target or snap.evictions > 0 or snap.stale:
-            cap = target  # full, the headroom was outrun (evictions), or no trustworthy reading: no cap
+        if (used >= 0.95 * target or snap.evictions > 0 or snap.rejected_writes > 0 or snap.stale
+                or not intended.maxmemory_policy.startswith("allkeys-")):
+            # full; the headroom was outrun (evictions, or writes refused); no trustworthy reading; or a
+            # policy that may refuse writes instead of evicting at the cap (noeviction, volatile-* with
+            # keys that have no TTL): no cap
+            cap = target
         else:
             per_key = used / snap.keys if snap.keys > 0 else 0.0
             inserts = max(float(snap.sets) * per_key, float(snap.misses) * per_key, grown)

@@ -93,3 +93,17 @@ def test_the_cap_holds_memory_back_only_when_that_pays_for_its_config_changes(me
     prices = Prices(memory_per_gib_hour=memory_per_gib_hour, miss=0.002, switch=0.002, interval_s=10)
     out = FillCap(headroom_intervals=2.0).apply(INTENDED, _snap(40 * MiB), SPACE, prices)
     assert (out.maxmemory < INTENDED.maxmemory) is capped
+
+
+@pytest.mark.parametrize("policy", ["noeviction", "volatile-lru"])
+def test_no_cap_under_a_policy_that_may_refuse_writes_at_the_limit(policy: str) -> None:
+    intended = INTENDED.evolve(maxmemory_policy=policy)
+    assert FillCap(headroom_intervals=2.0).apply(intended, _snap(40 * MiB), SPACE) == intended
+
+
+def test_the_cap_lifts_when_writes_are_refused() -> None:
+    cap = FillCap(headroom_intervals=2.0)
+    first = cap.apply(INTENDED, _snap(40 * MiB), SPACE).maxmemory
+    snap = _snap(first, maxmemory=first)
+    snap.rejected_writes = 3
+    assert cap.apply(INTENDED, snap, SPACE).maxmemory == INTENDED.maxmemory
