@@ -44,7 +44,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
 from cachetuner.mrc.curves import MissRatioCurves
-from cachetuner.mrc.fill import FillCap
+from cachetuner.mrc.fill import FillCap, is_full
 from cachetuner.space import ConfigSpace
 
 
@@ -199,9 +199,9 @@ class MRCDecider:
         call, so they read it alike. The rule itself reasons from the size it chose, not the capped one."""
         if self.fill is None:
             return self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap))
-        cur = self.fill.intended(cur)
-        full = snap.evictions > 0 or snap.used_memory >= 0.95 * cur.maxmemory
-        nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full)
+        cur = self.fill.intended(cur)  # full is judged against the size the rule chose, not the cap
+        nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits,
+                          full=is_full(snap, cur.maxmemory))
         return self.fill.apply(nxt, snap, space, prices)
 
     def _free_growth(self, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> bool:
@@ -273,11 +273,6 @@ class MRCDecider:
         fill_intervals = (big - small) / (misses * max(curves.object_bytes, 1.0))
         gain = max(h_big - h_small, 0.0) * self.gets * prices.miss
         return 0.5 * gain * min(fill_intervals, self.settings.payback_intervals)
-
-
-def is_full(snap: MetricsSnapshot) -> bool:
-    """Whether an interval ran with a full cache: it evicted, or ended within 5 % of ``maxmemory``."""
-    return snap.evictions > 0 or snap.memory_utilisation >= 0.95
 
 
 __all__ = ["MRCControlSettings", "MRCDecider", "is_full"]

@@ -24,6 +24,13 @@ from cachetuner.mrc.cost import Prices
 from cachetuner.space import ConfigSpace
 
 
+def is_full(snap: MetricsSnapshot, maxmemory: int | None = None) -> bool:
+    """Whether an interval ran with a full cache: it evicted, or ended within 5 % of ``maxmemory`` (the
+    limit in force, ``snap.maxmemory``, unless another is given: the size a rule chose behind a cap)."""
+    limit = snap.maxmemory if maxmemory is None else maxmemory
+    return snap.evictions > 0 or (limit > 0 and snap.used_memory >= 0.95 * limit)
+
+
 class FillCap:
     """Caps ``maxmemory`` at used memory + headroom while the cache is filling (see the module doc)."""
 
@@ -64,15 +71,15 @@ class FillCap:
         grown = used - self._last_used if self._last_used is not None else 0.0
         self._last_used = used
         prev = int(snap.maxmemory or target)  # the limit in force (a daemon's guard may have kept an older one)
-        if (used >= 0.95 * target or snap.evictions > 0 or snap.rejected_writes > 0 or snap.stale
+        if (target <= 0 or is_full(snap, target) or snap.rejected_writes > 0 or snap.stale
                 or not intended.maxmemory_policy.startswith("allkeys-")):
-            # full; the headroom was outrun (evictions, or writes refused); no trustworthy reading; or a
+            # unlimited or full; the headroom was outrun (evictions, or writes refused); no trustworthy reading; or a
             # policy that may refuse writes instead of evicting at the cap (noeviction, volatile-* with
             # keys that have no TTL): no cap
             cap = target
         else:
             per_key = used / snap.keys if snap.keys > 0 else 0.0
-            inserts = max(float(snap.sets) * per_key, float(snap.misses) * per_key, grown)
+            inserts = max(max(snap.sets, snap.misses) * per_key, grown)
             need = used + max(self.headroom_intervals * inserts, self.min_share * used)
             cap = prev if need <= prev else max(need, prev * self.step)
             if need < self.shrink_below * prev and self._pays(prices, prev, need):
@@ -91,4 +98,4 @@ class FillCap:
         return float(prices.memory_cost(held) - prices.memory_cost(lower)) >= 2.0 * prices.switch
 
 
-__all__ = ["FillCap"]
+__all__ = ["FillCap", "is_full"]
