@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +38,31 @@ def setup_tracking(tracking_uri: str | None = None, experiment: str = "cachetune
     logging.getLogger("alembic").setLevel(logging.WARNING)
     uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(root)
     mlflow.set_tracking_uri(uri)
-    if mlflow.get_experiment_by_name(experiment) is None:
-        artifact_location = None
-        if uri.startswith("sqlite:"):
-            base = Path(root or os.getcwd()).resolve() / DEFAULT_ARTIFACTS
-            base.mkdir(parents=True, exist_ok=True)
-            artifact_location = base.as_uri()
-        mlflow.create_experiment(experiment, artifact_location=artifact_location)
-    mlflow.set_experiment(experiment)
+    with _store_lock(uri):
+        if mlflow.get_experiment_by_name(experiment) is None:
+            artifact_location = None
+            if uri.startswith("sqlite:"):
+                base = Path(root or os.getcwd()).resolve() / DEFAULT_ARTIFACTS
+                base.mkdir(parents=True, exist_ok=True)
+                artifact_location = base.as_uri()
+            mlflow.create_experiment(experiment, artifact_location=artifact_location)
+        mlflow.set_experiment(experiment)
     return uri
+
+
+def _store_lock(uri: str) -> AbstractContextManager[Any]:
+    """An inter-process lock next to a local ``sqlite:///PATH`` store, held while the store is first
+    touched. Why: MLflow creates and migrates a fresh sqlite database on first use, and two processes
+    doing that at once (two seeds trained side by side, parallel suite cells) both run the migrations
+    and one dies with alembic's "expected to match one row" traceback; two creating the same
+    experiment collide the same way. Other stores (a tracking server) serialise this themselves."""
+    if not uri.startswith("sqlite:///"):
+        return nullcontext()
+    from filelock import FileLock
+
+    db = Path(uri[len("sqlite:///"):])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(db) + ".lock", timeout=300)
 
 
 def run_name(env: str, experiment: str, seed: int | str) -> str:
