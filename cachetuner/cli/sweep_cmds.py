@@ -47,6 +47,12 @@ def sweep_cmd(
     MLflow run; the best model saved and registered in the MLflow Model Registry."""
     import signal
 
+    from cachetuner.cluster import check_address
+    from cachetuner.sweep import load_sweep
+
+    # A bad config or address is one line in seconds, before Ray, MLflow and torch are imported.
+    load_sweep(config)
+    check_address(ray_address)
     from cachetuner.sweep.run import run_sweep
 
     def _terminate(signum: int, frame: object) -> None:

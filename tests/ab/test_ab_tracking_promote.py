@@ -27,10 +27,10 @@ DAEMON = {
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def store(tmp_path_factory: pytest.TempPathFactory, mlflow_store) -> dict:
     """Two logged experiments: one the treatment wins (static-default vs a starved cache), one it loses."""
     d = tmp_path_factory.mktemp("mlflow")
-    uri = f"sqlite:///{d / 'mlflow.db'}"
+    uri = mlflow_store(d)
     starved = {"config": {"maxmemory": 2_000_000, "maxmemory_policy": "allkeys-lru"}}
     runs = {}
     for label, control, treatment in (

@@ -89,9 +89,9 @@ def test_ttl_ab_config_errors(tmp_path: Path) -> None:
         run_ab(ttl_ab("fixed:300", "nope"))
 
 
-def test_cli_ab_ttl_json_with_trace_override(tmp_path: Path, model_pt: Path) -> None:
+def test_cli_ab_ttl_json_with_trace_override(tmp_path: Path, model_pt: Path, mlflow_store) -> None:
     cfg = yaml.safe_load(Path("experiments/ab_ttl.yaml").read_text())
-    cfg.update(horizon_intervals=6, warmup_intervals=1, tracking={"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"})
+    cfg.update(horizon_intervals=6, warmup_intervals=1, tracking={"tracking_uri": mlflow_store(tmp_path)})
     cfg["treatment"]["ttl"] = f"hotness,model={model_pt},bucket_s=30"
     path = tmp_path / "ab_ttl.yaml"
     path.write_text(yaml.safe_dump(cfg))

@@ -48,11 +48,11 @@ def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> dict:
+def trained(tmp_path_factory, mlflow_store) -> dict:
     tmp = tmp_path_factory.mktemp("train")
     cfg_path = tmp / "tiny.yaml"
     cfg_path.write_text(yaml.safe_dump(_tiny_config(tmp)))
-    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    uri = mlflow_store(tmp)
     proc = run_cli(["train", str(cfg_path), "--json", "--tracking-uri", uri], tmp)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {"tmp": tmp, "uri": uri, "proc": proc, "result": json.loads(proc.stdout.strip().splitlines()[-1])}

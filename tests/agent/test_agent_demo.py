@@ -13,8 +13,8 @@ import mlflow
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_demo_trains_and_evaluates_every_tuner_on_held_out_traffic(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_demo_trains_and_evaluates_every_tuner_on_held_out_traffic(tmp_path: Path, mlflow_store) -> None:
+    uri = mlflow_store(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "cachetuner.cli.main", "demo", "--timesteps", "256", "--intervals", "4",
          "--output-dir", str(tmp_path / "runs"), "--tracking-uri", uri, "--json"],

@@ -33,7 +33,7 @@ def _env_cfg() -> EnvConfig:
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_model(tmp_path_factory: pytest.TempPathFactory, mlflow_store) -> Path:
     """A real (barely trained) PPO policy with its training config, for the ``ppo`` controller."""
     from cachetuner.agent.config import TrainConfig
     from cachetuner.agent.train import train
@@ -42,7 +42,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = TrainConfig(experiment="conformance", total_timesteps=64, n_envs=1, env=_env_cfg(),
                       ppo={"n_steps": 32, "batch_size": 32, "n_epochs": 1}, eval={"enabled": False},
                       output_dir=out)
-    return train(cfg, tracking_uri=f"sqlite:///{out}/mlflow.db").model_path
+    return train(cfg, tracking_uri=mlflow_store(out)).model_path
 
 
 def _build(name: str, seed: int, model: Path):

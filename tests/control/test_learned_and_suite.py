@@ -76,7 +76,7 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     assert own.env.mrc.anchor.min_weight == 700
 
 
-def test_suite_end_to_end(tmp_path: Path) -> None:
+def test_suite_end_to_end(tmp_path: Path, mlflow_store) -> None:
     from cachetuner.reports.suite import run_suite
 
     exp = tmp_path / "exp.yaml"
@@ -86,10 +86,13 @@ def test_suite_end_to_end(tmp_path: Path) -> None:
     suite.write_text(yaml.safe_dump({
         "name": "tiny", "model": None, "config": str(exp),
         "controllers": ["mrc", "static-default", "best-static"],
-        "traces": [{"trace": "synthetic:zipf", "name": "zipf", "size_model": None, "rate": 200}],
+        # 16k requests (8 intervals of 10 s): a tiny workload, as for the Ray suite test; the whole
+        # default synthetic trace (1M requests, 500 intervals) took a minute and checked nothing more
+        "traces": [{"trace": "synthetic:zipf", "name": "zipf", "size_model": None, "rate": 200, "limit": 16000}],
         "prices": ["scaled", "list"], "seeds": [0],
     }))
-    res = run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    uri = mlflow_store(tmp_path)
+    res = run_suite(suite, tracking_uri=uri)
     assert len(res["cells"]) == 2
     s = res["summary"]
     assert s["best-static"]["regret"]["mean"] == pytest.approx(0.0)
@@ -99,7 +102,7 @@ def test_suite_end_to_end(tmp_path: Path) -> None:
         assert c["currency"] == "USD" and c["best_hindsight"]["tuner"] == "best-static"
     import mlflow
 
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(search_all_experiments=True)
     assert len(runs) == 3  # the parent and one child per cell
 
@@ -113,7 +116,7 @@ def test_suite_needs_a_model_or_a_config(tmp_path: Path) -> None:
         run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
 
 
-def test_a_recurrent_policy_trains_loads_and_decides(tmp_path: Path) -> None:
+def test_a_recurrent_policy_trains_loads_and_decides(tmp_path: Path, mlflow_store) -> None:
     """``ppo.policy: lstm`` (sb3-contrib RecurrentPPO): the artifact records it and the controller keeps
     the LSTM state across decisions."""
     from cachetuner.agent.config import TrainConfig
@@ -121,7 +124,7 @@ def test_a_recurrent_policy_trains_loads_and_decides(tmp_path: Path) -> None:
 
     cfg = TrainConfig(experiment="lstm", total_timesteps=64, n_envs=1, env=TINY_ENV, eval={"enabled": False},
                       ppo={"n_steps": 32, "batch_size": 32, "n_epochs": 1, "policy": "lstm"}, output_dir=tmp_path)
-    res = train(cfg, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    res = train(cfg, tracking_uri=mlflow_store(tmp_path))
     art = load_policy(res.model_path)
     assert art.recurrent
     rep = evaluate_controllers(art.env_config, {"ppo": make_controller("ppo", model=art)}, seed=0)

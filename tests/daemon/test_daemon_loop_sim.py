@@ -276,8 +276,8 @@ def test_restart_reconciles_an_intent_left_open_by_kill9(tmp_path: Path) -> None
     assert pending_intents(recs) == {}
 
 
-def test_http_endpoints_and_mlflow_run(tmp_path: Path) -> None:
-    cfg = make_cfg(tmp_path, max_iterations=5, tracking={"enabled": True, "tracking_uri": f"sqlite:///{tmp_path / 'm.db'}"})
+def test_http_endpoints_and_mlflow_run(tmp_path: Path, mlflow_store) -> None:
+    cfg = make_cfg(tmp_path, max_iterations=5, tracking={"enabled": True, "tracking_uri": mlflow_store(tmp_path, "m.db")})
     d = Daemon(cfg)
     host, port = d.start_http()  # type: ignore[misc]
     assert host == "127.0.0.1"
@@ -376,7 +376,7 @@ def tiny_ppo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d / "model.zip"
 
 
-def test_ppo_policy_from_path_and_from_mlflow_uri(tmp_path: Path, tiny_ppo: Path) -> None:
+def test_ppo_policy_from_path_and_from_mlflow_uri(tmp_path: Path, tiny_ppo: Path, mlflow_store) -> None:
     cfg = make_cfg(tmp_path, policy={"name": "ppo", "model": str(tiny_ppo)}, max_iterations=6)
     Daemon(cfg).run()
     recs = [r for r in read_audit(cfg.audit_path) if r.get("phase") in ("decision", "intent")]
@@ -385,7 +385,7 @@ def test_ppo_policy_from_path_and_from_mlflow_uri(tmp_path: Path, tiny_ppo: Path
 
     import mlflow
 
-    uri = f"sqlite:///{tmp_path / 'reg.db'}"
+    uri = mlflow_store(tmp_path, "reg.db")
     mlflow.set_tracking_uri(uri)
     exp = mlflow.create_experiment("train", artifact_location=(tmp_path / "art").as_uri())
     with mlflow.start_run(experiment_id=exp) as run:

@@ -44,7 +44,8 @@ def _run(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> Result:
     return CliRunner().invoke(app, args)
 
 
-def test_train_logs_to_mlflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_train_logs_to_mlflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mlflow_store) -> None:
+    mlflow_store(tmp_path)  # the default store, ./mlflow.db in the command's working directory
     cfg = tmp_path / "hotness.yaml"
     cfg.write_text(yaml.safe_dump({**TINY, "output_dir": str(tmp_path / "runs")}))
     r = _run(["hotness", "train", "--config", str(cfg), "--json"], tmp_path, monkeypatch)

@@ -22,7 +22,7 @@ TINY_ENV = {
 }
 
 
-def test_suite_cells_on_ray_equal_the_serial_run(tmp_path: Path) -> None:
+def test_suite_cells_on_ray_equal_the_serial_run(tmp_path: Path, mlflow_store) -> None:
     from cachetuner.reports.suite import run_suite
     from cachetuner.sweep.bench import comparable
 
@@ -35,7 +35,7 @@ def test_suite_cells_on_ray_equal_the_serial_run(tmp_path: Path) -> None:
         "traces": [{"trace": "synthetic:zipf", "name": "zipf", "size_model": None, "rate": 200, "limit": 16000}],
         "prices": ["scaled", "list"], "seeds": [0, 1],
     }))
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = mlflow_store(tmp_path)
     serial = run_suite(suite, tracking_uri=uri)
     on_ray = run_suite(suite, tracking_uri=uri, ray_address="local", num_cpus=2)
     assert len(on_ray["cells"]) == 4
@@ -80,23 +80,37 @@ def test_sweep_config_errors_name_the_file_and_field(tmp_path: Path, over: dict,
     assert str(p) in str(e.value) and "\n" not in str(e.value)
 
 
-def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+def _cli_in_process(args: list[str], capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    """``cachetuner ARGS`` through the CLI's own entry point in this process: (exit code, stdout, stderr)."""
+    from cachetuner.cli.main import main
+
+    monkeypatch.setattr(sys, "argv", ["cachetuner", *args])
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main()
+    out, err = capfd.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     bad = _sweep(tmp_path, search={"ppo.nope": {"choice": [1]}})
+    # one real subprocess (the installed entry point, its exit code and streams) ...
     r = subprocess.run([str(BIN / "cachetuner"), "sweep", str(bad), "--json"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [f"error: {bad}: field 'search.ppo.nope': not a field of the training config"]
-    r = subprocess.run([str(BIN / "cachetuner"), "sweep", str(_sweep(tmp_path)), "--ray-address", "not an address"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: --ray-address 'not an address'")
+    # ... the other errors through the same entry point (main) in this process: no interpreter start each
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli_in_process(["sweep", str(_sweep(tmp_path)), "--ray-address", "not an address"], capfd, monkeypatch)
+    assert code == 2 and out == "" and err.strip().splitlines()[-1].startswith("error: --ray-address 'not an address'")
     import socket
 
     with socket.socket() as s:  # a port nobody listens on: fails in seconds, not after Ray's retries
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    r = subprocess.run([str(BIN / "cachetuner"), "sweep", str(_sweep(tmp_path)), "--ray-address", f"127.0.0.1:{port}"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+    code, out, err = _cli_in_process(["sweep", str(_sweep(tmp_path)), "--ray-address", f"127.0.0.1:{port}"], capfd,
+                                     monkeypatch)
+    assert code == 2 and out == "" and err.strip().splitlines() == [
         f"error: --ray-address 127.0.0.1:{port}: nothing answers there (Connection refused); start a head with "
         "`ray start --head --port PORT`, or omit --ray-address to run locally"]
 

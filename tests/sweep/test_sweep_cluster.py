@@ -118,12 +118,15 @@ def ray_cluster(ray_cluster_procs: list[subprocess.Popen]) -> Iterator[tuple[str
         _wait_for(worker_log, "Ray runtime started", procs[1])
         yield f"127.0.0.1:{port}", env
     finally:
-        _stop(procs)
+        # SIGKILL at once, as the lost-node test does to the second node: a graceful stop of the head
+        # waits >10 s for its runtime-env agent, and this throw-away cluster (temp dir removed below)
+        # needs none
+        _stop(procs, grace=0)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_model(
-    ray_cluster: tuple[str, dict[str, str]], tmp_path: Path
+    ray_cluster: tuple[str, dict[str, str]], tmp_path: Path, mlflow_store
 ) -> None:
     address, env = ray_cluster
     sweep = tmp_path / "sweep.yaml"
@@ -136,12 +139,13 @@ def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_mode
         # evaluated first: three valid configs and one whose initial action (99) discrete12 lacks
         "points_to_evaluate": [good, {**good, "ppo.init_action": 99}, {**good, "ppo.learning_rate": 0.0003},
                                {**good, "ppo.ent_coef": 0.0}],
-        "train": {"total_timesteps": 1024, "n_envs": 2, "ppo": {"n_steps": 128, "batch_size": 128, "n_epochs": 2,
-                                                                "net_arch": [16, 16]},
-                  "env": TINY_ENV, "eval": {"eval_freq": 512}, "early_stop": {"enabled": False},
+        # two rollouts of 2 x 128 steps, an evaluation after each: two ASHA milestones per trial
+        "train": {"total_timesteps": 512, "n_envs": 2, "ppo": {"n_steps": 128, "batch_size": 128, "n_epochs": 2,
+                                                               "net_arch": [16, 16]},
+                  "env": TINY_ENV, "eval": {"eval_freq": 256}, "early_stop": {"enabled": False},
                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}},
     }))
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_store(tmp_path)
     proc = subprocess.run(
         [str(BIN / "cachetuner"), "sweep", str(sweep), "--ray-address", address, "--json", "--tracking-uri", uri],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
@@ -192,7 +196,7 @@ def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_mode
 
 
 def test_a_lost_node_loses_only_its_running_trial(ray_cluster: tuple[str, dict[str, str]], tmp_path: Path,
-                                                   request: pytest.FixtureRequest) -> None:
+                                                   request: pytest.FixtureRequest, mlflow_store) -> None:
     """Kill the second node (the whole process tree, as a machine that vanishes) while both nodes run a
     long trial, after a short trial has finished: the short trial keeps its result, child run and model;
     the lost trial is reported; Ctrl-C then ends the sweep with no run left RUNNING. Runs after the test
@@ -209,7 +213,7 @@ def test_a_lost_node_loses_only_its_running_trial(ray_cluster: tuple[str, dict[s
                   "env": TINY_ENV, "eval": {"eval_freq": 256}, "early_stop": {"enabled": False},
                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}},
     }))
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_store(tmp_path)
     log = tmp_path / "stderr.log"
 
     def lines() -> list[str]:

@@ -12,7 +12,7 @@ import yaml
 from sweeptest_support import BIN, TINY_ENV
 
 
-def test_ctrl_c_stops_the_trials_and_leaves_no_run_running(tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_trials_and_leaves_no_run_running(tmp_path: Path, mlflow_store) -> None:
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(yaml.safe_dump({
         "name": "interrupt-test", "num_trials": 4, "max_concurrent": 2, "output_dir": str(tmp_path / "out"),
@@ -21,7 +21,7 @@ def test_ctrl_c_stops_the_trials_and_leaves_no_run_running(tmp_path: Path) -> No
         "train": {"total_timesteps": 200_000, "n_envs": 2, "ppo": {"n_steps": 128, "batch_size": 128, "n_epochs": 1},
                   "env": TINY_ENV, "eval": {"eval_freq": 256}, "early_stop": {"enabled": False}},
     }))
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_store(tmp_path)
     log = tmp_path / "stderr.log"
     with log.open("w") as err:
         proc = subprocess.Popen([str(BIN / "cachetuner"), "sweep", str(sweep), "--num-cpus", "2", "--json",

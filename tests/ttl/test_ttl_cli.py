@@ -22,8 +22,8 @@ def test_policies_lists_the_registry() -> None:
     assert res.exit_code == 0 and {"trace", "fixed", "rules", "multi-factor", "hotness"} <= set(res.stdout.split())
 
 
-def test_compare_json_and_mlflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+def test_compare_json_and_mlflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mlflow_store) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store(tmp_path))
     monkeypatch.chdir(tmp_path)
     res = runner.invoke(app, [
         "ttl", "compare", "--trace", "bundled:web07", "--trace", "bundled:web12", "--rate", "20", "--size-model",
