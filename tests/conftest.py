@@ -42,8 +42,9 @@ def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]
 
     MLflow creates a fresh sqlite store by running all its alembic migrations: 6-8 s on 2 cores, paid
     by every test that opens a new store, in-process or in a CLI subprocess (train, demo, sweep); a
-    copy of a migrated store opens in well under a second. The migrations run once per session here; each store is a copy of that empty, migrated database (only the ``Default``
-    experiment, its artifact location moved into ``folder`` as a fresh store would have it), so the
+    copy of a migrated store opens in well under a second. The migrations run once per session here;
+    each store is a copy of that empty, migrated database (only the ``Default`` experiment, its
+    artifact location moved into ``folder`` as a fresh store would have it), so the
     code under test still creates its experiments and runs itself. Creating a store from scratch,
     and doing so from several processes at once, is tested in tests/agent/test_tracking_store.py."""
     import mlflow

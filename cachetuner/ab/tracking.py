@@ -25,6 +25,7 @@ import yaml
 from cachetuner.ab.config import ABConfig, ArmConfig
 from cachetuner.ab.result import ABResult, ArmSeries
 from cachetuner.ab.stats import METRICS
+from cachetuner.tracking import sqlite_path
 
 REPORT_ARTIFACT = "ab_report.json"
 KIND_TAG = "ab.kind"
@@ -170,9 +171,8 @@ def _extras_metrics(extras: dict, prefix: str = "") -> dict[str, float]:
 def store_root(uri: str | None) -> Path | None:
     """For a local ``sqlite:///PATH`` store: PATH's folder, so artifacts land next to the database
     (``<folder>/mlruns``) rather than in the current directory."""
-    if uri and uri.startswith("sqlite:///"):
-        return Path(uri[len("sqlite:///"):]).parent
-    return None
+    db = sqlite_path(uri)
+    return db.parent if db is not None else None
 
 
 def resolve_uri(tracking_uri: str | None = None) -> str:
@@ -194,8 +194,8 @@ def read_report(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str,
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     uri = resolve_uri(tracking_uri)
-    db = store_root(uri)
-    if db is not None and not Path(uri[len("sqlite:///"):]).is_file():
+    db = sqlite_path(uri)
+    if db is not None and not db.is_file():
         raise ConfigError(f"no MLflow store at {uri}; pass --tracking-uri (or set MLFLOW_TRACKING_URI)")
     client = MlflowClient(tracking_uri=uri)
     try:

@@ -23,6 +23,13 @@ def default_tracking_uri(root: str | Path | None = None) -> str:
     return f"sqlite:///{root / DEFAULT_DB}"
 
 
+def sqlite_path(uri: str | None) -> Path | None:
+    """The database file of a local ``sqlite:///PATH`` store; ``None`` for any other store."""
+    if uri and uri.startswith("sqlite:///"):
+        return Path(uri[len("sqlite:///"):])
+    return None
+
+
 def setup_tracking(tracking_uri: str | None = None, experiment: str = "cachetuner", root: str | Path | None = None) -> str:
     """Point MLflow at ``tracking_uri`` (or env / the local default) and select ``experiment``.
 
@@ -56,11 +63,11 @@ def _store_lock(uri: str) -> AbstractContextManager[Any]:
     doing that at once (two seeds trained side by side, parallel suite cells) both run the migrations
     and one dies with alembic's "expected to match one row" traceback; two creating the same
     experiment collide the same way. Other stores (a tracking server) serialise this themselves."""
-    if not uri.startswith("sqlite:///"):
+    db = sqlite_path(uri)
+    if db is None:
         return nullcontext()
     from filelock import FileLock
 
-    db = Path(uri[len("sqlite:///"):])
     db.parent.mkdir(parents=True, exist_ok=True)
     return FileLock(str(db) + ".lock", timeout=300)
 
