@@ -8,6 +8,12 @@ command line is compared with ``/proc/PID/cmdline`` so a recycled PID is never h
 
 Load generators register their ``/metrics`` port by writing a file into ``DIR/targets/`` (Prometheus
 ``file_sd``), see :meth:`LocalStack.register_target`.
+
+Ports: the three programs cannot report a port the OS chose, so a free one is picked first and passed
+on; another process (a second test worker, a client's outgoing connection) may take it in between. A
+process that then exits with "address already in use" makes :meth:`LocalStack.up` start the stack again
+on new ports, and readiness only counts this stack's own processes: redis-server must report the
+recorded PID, and every process must still be running once all checks pass.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -42,8 +49,16 @@ TARGETS_DIR = "targets"
 REPLAY_JOB = "cachetuner-replay"
 
 
+#: how many times :meth:`LocalStack.up` starts over on new ports when one was taken before its process bound it
+PORT_ATTEMPTS = 4
+
+
+class PortTakenError(ServiceError):
+    """A stack process could not bind its port: another process took it after it was picked."""
+
+
 def free_port() -> int:
-    """A currently free loopback TCP port (bind to port 0); a small race with other users is accepted."""
+    """A currently free loopback TCP port (bind to port 0); :meth:`LocalStack.up` retries a lost race."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -185,11 +200,32 @@ class LocalStack:
         self.down()
 
     def up(self) -> StackInfo:
-        """Write configs, spawn the three processes (recording each PID at once), wait until ready."""
+        """Write configs, spawn the three processes (recording each PID at once), wait until ready.
+
+        A port taken between its choice and the bind (:class:`PortTakenError`) stops what this attempt
+        started and starts over on new ports, up to :data:`PORT_ATTEMPTS` times."""
         if (self.dir / STATE_FILE).exists():
             old = load_state(self.dir)
             if old and any(_is_same_process(p, old.cmdlines.get(n, [])) for n, p in old.pids.items()):
                 raise ServiceError(f"a stack is already running in {self.dir} (run `cachetuner stack down --dir {self.dir}`)")
+        attempt = 1
+        while True:
+            try:
+                return self._start()
+            except PortTakenError:
+                self.abort()
+                for proc in getattr(self, "_procs", {}).values():
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(5.0)  # reap (no zombie)
+                self._procs: dict[str, subprocess.Popen[bytes]] = {}
+                self.info.pids.clear()
+                self.info.cmdlines.clear()
+                if attempt >= PORT_ATTEMPTS:
+                    raise
+                attempt += 1
+
+    def _start(self) -> StackInfo:
+        """One attempt of :meth:`up` on newly picked ports."""
         # Fresh TSDB and targets: samples of an earlier stack in the same folder would fake readiness.
         for sub in ("prometheus-data", TARGETS_DIR):
             shutil.rmtree(self.dir / sub, ignore_errors=True)
@@ -223,6 +259,7 @@ class LocalStack:
         self._spawn("redis", [REDIS_SERVER, str(redis_conf), "--port", str(info.redis_port)])
         self._wait(lambda: self._redis_ping(), "redis-server PING", "redis.log")
         if self.redis_only:
+            self._check_running()
             return info
 
         self._spawn(
@@ -269,6 +306,8 @@ class LocalStack:
         )
         self._wait(lambda: _http_get(info.prometheus_url + "/-/ready").strip() != b"", "prometheus /-/ready", "prometheus.log")
         self._wait(self._has_first_sample, "prometheus first sample of redis_up", "prometheus.log")
+        # An exporter that lost its port exits at once, long before this: it was another's that answered.
+        self._check_running()
         return info
 
     def abort(self) -> list[str]:
@@ -341,6 +380,8 @@ class LocalStack:
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.dir / "logs" / f"{name}.log", "ab")  # noqa: SIM115 (the child keeps it)
+        # where this start's output begins in the log (an earlier attempt's is above it)
+        self._log_start = {**getattr(self, "_log_start", {}), name: log.tell()}
         try:
             proc = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.dir
@@ -356,14 +397,23 @@ class LocalStack:
         self._procs = getattr(self, "_procs", {})
         self._procs[name] = proc
 
+    def _check_running(self, what: str = "the stack to be ready") -> None:
+        """Raise when a process this instance started has exited (:class:`PortTakenError` when it could
+        not bind its port)."""
+        for name, proc in getattr(self, "_procs", {}).items():
+            if proc.poll() is not None:
+                log = _tail(self.dir / "logs" / f"{name}.log", start=getattr(self, "_log_start", {}).get(name, 0))
+                port = getattr(self.info, f"{name}_port", "?")
+                msg = f"{name} exited with code {proc.returncode} while waiting for {what}; log: {log}"
+                if re.search(r"address already in use", log, re.IGNORECASE):
+                    raise PortTakenError(f"port {port} was taken before {name} could bind it: {msg}")
+                raise ServiceError(msg)
+
     def _wait(self, check: object, what: str, log_name: str) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
         last: Exception | None = None
         while time.monotonic() < deadline:
-            for name, proc in getattr(self, "_procs", {}).items():
-                if proc.poll() is not None:
-                    tail = _tail(self.dir / "logs" / f"{name}.log")
-                    raise ServiceError(f"{name} exited with code {proc.returncode} while waiting for {what}; log: {tail}")
+            self._check_running(what)
             try:
                 if check():  # type: ignore[operator]
                     return
@@ -375,9 +425,19 @@ class LocalStack:
         )
 
     def _redis_ping(self) -> bool:
+        """PONG from this stack's redis-server: ``INFO server`` must name the recorded PID (a server
+        that took the port first answers PING too)."""
         with socket.create_connection(("127.0.0.1", self.info.redis_port), timeout=1.0) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(64).startswith(b"+PONG")
+            s.sendall(b"PING\r\nINFO server\r\n")
+            f = s.makefile("rb")
+            if not f.readline().startswith(b"+PONG"):
+                return False
+            header = f.readline()
+            if not header.startswith(b"$"):
+                return False
+            body = f.read(int(header[1:]))
+        m = re.search(rb"^process_id:(\d+)", body, re.MULTILINE)
+        return m is not None and int(m.group(1)) == self.info.pids.get("redis")
 
     def _has_first_sample(self) -> bool:
         query = urllib.parse.quote(f'redis_up{{instance="127.0.0.1:{self.info.exporter_port}"}}')
@@ -385,9 +445,12 @@ class LocalStack:
         return bool(body.get("data", {}).get("result"))
 
 
-def _tail(path: Path, n: int = 400) -> str:
+def _tail(path: Path, n: int = 400, start: int = 0) -> str:
+    """The last ``n`` characters of ``path`` from byte ``start`` on, one line."""
     try:
-        return path.read_text(errors="replace")[-n:].replace("\n", " | ")
+        with path.open("rb") as f:
+            f.seek(start)
+            return f.read().decode(errors="replace")[-n:].replace("\n", " | ")
     except OSError:
         return "(no log)"
 

@@ -44,6 +44,7 @@ def _warm_up() -> None:
     sim.run_counts(tiny, 1500, 3000)
 
 
+@pytest.mark.slow
 def test_shadow_on_live_redis_estimates_a_bigger_cache(stack: LocalStack) -> None:
     _warm_up()
     # ~8 MB working set (8000 keys x 1 KiB) against a 3 MB Redis; the treatment would have 16 MB.

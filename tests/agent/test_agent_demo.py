@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 import mlflow
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_demo_trains_and_evaluates_every_tuner_on_held_out_traffic(tmp_path: Path, mlflow_store) -> None:
     uri = mlflow_store(tmp_path)
     proc = subprocess.run(

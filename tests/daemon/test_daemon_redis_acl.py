@@ -28,25 +28,45 @@ def _free_port() -> int:
 
 
 class RedisProc:
+    """A redis-server with the daemon's ACL user on a free port; ``start`` again restarts it on the same port."""
+
     def __init__(self, d: Path) -> None:
-        self.dir, self.port = d, _free_port()
+        self.dir, self.port = d, 0
         self.conf = d / "redis.conf"
-        self.conf.write_text(
-            f"bind 127.0.0.1\nport {self.port}\nsave \"\"\nappendonly no\ndir {d}\nmaxmemory 64mb\n"
-            f"user {ACL_USER} {ACL_RULES} >{PW}\n"
-        )
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        """First start: a new port per try, since another process (a second test worker) may take a
+        picked port before redis-server binds it (this one then exits, and the port's owner would answer
+        PING). A restart keeps the port and redis.conf (CONFIG REWRITE may have changed it)."""
+        if self.port:
+            if self._start():
+                return
+        else:
+            for _ in range(4):
+                self.port = _free_port()
+                self.conf.write_text(
+                    f"bind 127.0.0.1\nport {self.port}\nsave \"\"\nappendonly no\ndir {self.dir}\nmaxmemory 64mb\n"
+                    f"logfile {self.dir / 'redis.log'}\nuser {ACL_USER} {ACL_RULES} >{PW}\n"
+                )
+                if self._start():
+                    return
+        log = self.dir / "redis.log"
+        raise AssertionError(f"redis-server did not start on port {self.port}: {log.read_text()[-800:] if log.is_file() else ''}")
+
+    def _start(self) -> bool:
+        port = self.port
         self.proc = subprocess.Popen([REDIS, str(self.conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 20
-        while time.time() < deadline:
+        while time.time() < deadline and self.proc.poll() is None:
             try:
-                redis.Redis(port=self.port).ping()
-                return
+                if redis.Redis(port=port).info("server")["process_id"] == self.proc.pid:  # ours, not the port's owner
+                    return True
             except redis.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError("redis-server did not start")
+                pass
+            time.sleep(0.05)
+        self.stop()
+        return False
 
     def stop(self) -> None:
         if self.proc is not None:

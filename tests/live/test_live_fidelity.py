@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from cachetuner.live.calibrate import calibrate
 from cachetuner.live.fidelity import FidelityOptions, run_fidelity
 from cachetuner.live.stack import LocalStack
@@ -40,6 +42,7 @@ def test_calibration_matches_the_sim_formula(redis_only: LocalStack) -> None:
     assert params.memory.base_used_memory == cal.base_used_memory and params.clients.n_clients == 1
 
 
+@pytest.mark.slow
 def test_lfu_fidelity_on_write_heavy_cloudphysics(shared_traces: Path, redis_only: LocalStack) -> None:
     """allkeys-lfu on a write-heavy real trace (CloudPhysics: ~4 SETs per GET, 512 B-68 KiB values) at
     Redis's default and a non-default lfu-log-factor / lfu-decay-time, plus a policy switch to LFU and a

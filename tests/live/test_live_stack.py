@@ -130,3 +130,25 @@ def test_restart_keeps_stack_json_pids_and_down_cleans_all(tmp_path: Path) -> No
         assert stop_stack(d) == ["redis"]
     assert_all_gone({f"redis#{i}": p for i, p in enumerate(seen)})
     assert not (d / STATE_FILE).exists()
+
+
+def test_a_port_taken_after_its_choice_is_retried_on_new_ports(tmp_path: Path, monkeypatch) -> None:
+    """Two test workers (or any two processes) can pick the same free port: the one that binds second
+    must start over on new ports, never take the other's redis-server for its own (both answer PING)."""
+    import redis
+
+    from cachetuner.live import stack as stack_mod
+    from cachetuner.live.stack import LocalStack
+
+    with LocalStack(tmp_path / "first", maxmemory=0, redis_only=True) as first:
+        taken = first.info.redis_port
+        picks = iter([taken])
+        real = stack_mod.free_port
+        monkeypatch.setattr(stack_mod, "free_port", lambda: next(picks, None) or real())
+        with LocalStack(tmp_path / "second", maxmemory=0, redis_only=True) as second:
+            assert second.info.redis_port != taken
+            own = redis.Redis.from_url(second.redis_url).info("server")["process_id"]
+            assert own == second.info.pids["redis"] != first.info.pids["redis"]
+            log = (tmp_path / "second" / "logs" / "redis.log").read_text()
+            assert f"{taken}" in log and "address already in use" in log.lower()
+        assert redis.Redis.from_url(first.redis_url).info("server")["process_id"] == first.info.pids["redis"]

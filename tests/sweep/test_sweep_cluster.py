@@ -101,17 +101,27 @@ def ray_cluster(ray_cluster_procs: list[subprocess.Popen]) -> Iterator[tuple[str
     assert (BIN / "ray").is_file(), f"ray is not installed in {BIN} (pip install -e '.[ray]'; make install does)"
     tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths live under it
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    port = _free_port()
     node = ["--num-cpus", "1", "--object-store-memory", str(80 * 2**20), "--block", "--disable-usage-stats",
             "--node-ip-address", "127.0.0.1"]
     procs = ray_cluster_procs
     try:
         head_log, worker_log = tmp / "head.log", tmp / "worker.log"
-        procs.append(subprocess.Popen(
-            [str(BIN / "ray"), "start", "--head", "--port", str(port), "--include-dashboard=false",
-             "--ray-client-server-port", str(_free_port()), "--temp-dir", str(tmp / "t"), *node],
-            stdout=head_log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        _wait_for(head_log, "Ray runtime started", procs[0])
+        for attempt in range(3):  # a picked port may be taken before Ray binds it (another test worker)
+            port = _free_port()
+            head = subprocess.Popen(
+                [str(BIN / "ray"), "start", "--head", "--port", str(port), "--include-dashboard=false",
+                 "--ray-client-server-port", str(_free_port()), "--temp-dir", str(tmp / "t"), *node],
+                stdout=head_log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            procs.append(head)
+            try:
+                _wait_for(head_log, "Ray runtime started", head)
+                break
+            except AssertionError:
+                text = head_log.read_text(errors="replace").lower()
+                if attempt == 2 or head.poll() is None or not ("already occupied" in text or "already in use" in text):
+                    raise
+                _stop(procs, grace=0)
+                procs.clear()
         procs.append(subprocess.Popen(
             [str(BIN / "ray"), "start", "--address", f"127.0.0.1:{port}", *node],
             stdout=worker_log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True))
@@ -125,6 +135,7 @@ def ray_cluster(ray_cluster_procs: list[subprocess.Popen]) -> Iterator[tuple[str
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_model(
     ray_cluster: tuple[str, dict[str, str]], tmp_path: Path, mlflow_store
 ) -> None:
@@ -195,6 +206,7 @@ def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_mode
     assert res["registered_model"].startswith("models:/cachetuner-cluster-test/")
 
 
+@pytest.mark.slow
 def test_a_lost_node_loses_only_its_running_trial(ray_cluster: tuple[str, dict[str, str]], tmp_path: Path,
                                                    request: pytest.FixtureRequest, mlflow_store) -> None:
     """Kill the second node (the whole process tree, as a machine that vanishes) while both nodes run a

@@ -8,10 +8,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from sweeptest_support import BIN, TINY_ENV
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_trials_and_leaves_no_run_running(tmp_path: Path, mlflow_store) -> None:
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text(yaml.safe_dump({

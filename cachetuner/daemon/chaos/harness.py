@@ -235,8 +235,14 @@ class ChaosRun:
         )
         logf.close()
 
-    def wait_daemon_ready(self, timeout_s: float = 90.0) -> bool:
-        """Until the daemon just started has written its start event and a first decision."""
+    def wait_daemon_ready(self, timeout_s: float = 300.0) -> bool:
+        """Until the daemon just started has written its start event and a decision on traffic.
+
+        A decision on an interval with requests has run the whole decision path once: the sampled
+        requests, the mirror env's miss-ratio curves, whose numba kernel compiles on its first use
+        where its cache is cold (a fresh checkout: 40-90 s on 2 busy cores). A decision on an idle
+        interval (the first one often is) has not, and a fault injected then would be judged on a
+        daemon still compiling (no decision for tens of seconds), not on how it recovers."""
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             if self.daemon is not None and self.daemon.poll() is not None:
@@ -244,7 +250,10 @@ class ChaosRun:
             pid = self.daemon.pid if self.daemon is not None else None
             recs = read_audit(self.audit_path)[self._audit_mark :]
             starts = [i for i, r in enumerate(recs) if r.get("event") == "start" and r.get("pid") == pid]
-            if starts and any(r.get("phase") in ("decision", "intent") for r in recs[starts[-1] :]):
+            if starts and any(
+                r.get("phase") in ("decision", "intent") and (r.get("state") or {}).get("requests", 0) > 0
+                for r in recs[starts[-1] :]
+            ):
                 return True
             time.sleep(0.2)
         return False
