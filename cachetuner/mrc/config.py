@@ -42,6 +42,17 @@ class MRCConfig(BaseModel):
     half_life_gets: float = Field(
         1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"
     )
+    half_life_growth: float | None = Field(
+        0.5, gt=0, description="lengthen the long window as its regime ages: half-life = max(half_life_gets, this x "
+        "the sampled GETs since the window last (re)started, less half_life_growth_after half-lives): a settled "
+        "regime's curve averages ever more evidence (less churn on long traces), while the start and every "
+        "restart by the shift test keep the short fixed window; the shift test's short window never grows. "
+        "null = a fixed half-life (what the shipped policy was trained with; docs/mrc.md)"
+    )
+    half_life_growth_after: float = Field(
+        4.0, ge=0, description="the growth counts only the sampled GETs after this many fixed half-lives of the "
+        "regime: by then the miniature caches' cold start weighs 1/16 or less, so a longer window does not keep it"
+    )
     short_half_life_share: float = Field(
         0.25, gt=0, le=1, description="half-life of the shift test's short window, as a share of half_life_gets"
     )

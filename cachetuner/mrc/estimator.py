@@ -138,6 +138,7 @@ class MRCEstimator:
         self._regress = cfg.adjust_slope == "regression"
         self._curves: MissRatioCurves | None = None
         self.shifts = 0  # times the two-window test restarted the long window
+        self._regime_gets = 0.0  # sampled-GET equivalents since the long window last (re)started
         self._build()
 
     # -- public -------------------------------------------------------------------------------------------
@@ -145,6 +146,15 @@ class MRCEstimator:
     def rates(self) -> dict[int, float]:
         """Sampling rate of the miniature caches of each size."""
         return {m.size: m.rate for m in self._minis if m.policy == self.cfg.policies[0]}
+
+    @property
+    def half_life(self) -> float:
+        """The long window's half-life now, in sampled GETs at the base rate (it grows with the regime's
+        age when ``half_life_growth`` is set, and drops back when the shift test restarts the window)."""
+        h0 = self.cfg.half_life_gets
+        if self.cfg.half_life_growth is None:
+            return h0
+        return max(h0, self.cfg.half_life_growth * (self._regime_gets - self.cfg.half_life_growth_after * h0))
 
     @property
     def sampled_share(self) -> float:
@@ -170,7 +180,9 @@ class MRCEstimator:
             total_get_bytes = int(sizes[is_get].sum())
         seen = total_gets if total_gets is not None else int(np.count_nonzero(is_get)) / max(sample.rate, 1e-9)
         age = self.base_rate * seen / self.cfg.half_life_gets
-        d, d_short = 0.5**age, 0.5 ** (age / self.cfg.short_half_life_share)
+        d_short = 0.5 ** (age / self.cfg.short_half_life_share)
+        self._regime_gets += self.base_rate * seen
+        d = 0.5 ** (self.base_rate * seen / self.half_life)
         for m in self._minis:
             m.long.decay(d)
             m.short.decay(d_short)
@@ -269,6 +281,7 @@ class MRCEstimator:
                 m.long = m.short.copy()
             self._g[0], self._g[2] = self._g[1], self._g[3]
             self.shifts += 1
+            self._regime_gets = 0.0
 
     def _counts_before(self, hv: np.ndarray, local: np.ndarray, is_get: np.ndarray, sizes: np.ndarray,
                        d: float, d_short: float) -> np.ndarray:

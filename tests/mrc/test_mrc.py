@@ -182,6 +182,30 @@ def test_two_window_test_restarts_the_window_after_a_regime_change() -> None:
     assert err["test"] < 0.5 * err["one"], err
 
 
+def test_long_window_lengthens_with_its_regime_and_restarts_short_after_a_shift() -> None:
+    """``half_life_growth``: on a stationary phase the long window keeps more evidence than a fixed
+    half-life allows (its weight saturates at half-life / ln 2), the short window is unchanged, and a
+    detected shift drops the half-life back to the fixed one."""
+    tr = _shift_trace()
+    grow_cfg = {"half_life_gets": 1000, "half_life_growth": 0.5, "half_life_growth_after": 1, "rate": 0.2}
+    fixed = _regime_estimator(tr, shift_threshold=None, half_life_gets=1000, rate=0.2, half_life_growth=None)
+    grown = _regime_estimator(tr, shift_threshold=None, **grow_cfg)
+    for est in (fixed, grown):
+        _feed(est, _cut(tr, 0, 40000), chunk=2000)
+    sampled = 0.2 * 40000
+    assert fixed.half_life == 1000 and grown.half_life == pytest.approx(0.5 * (sampled - 1000))
+    ev_fixed, ev_grown = (e.curves().evidence["allkeys-lru"] for e in (fixed, grown))
+    live = np.isfinite(ev_fixed)
+    assert np.all(ev_grown[live] > 1.8 * ev_fixed[live]), ev_grown[live] / ev_fixed[live]  # ~2x here
+    short = [(a.short.expected, b.short.expected) for a, b in zip(fixed._minis, grown._minis, strict=True) if a.sim is not None]
+    assert all(x == pytest.approx(y) for x, y in short)  # the shift test's window is untouched
+    tested = _regime_estimator(tr, **grow_cfg)
+    _feed(tested, _cut(tr, 0, 40000), chunk=2000)
+    assert tested.shifts == 0 and tested.half_life > 1000
+    _feed(tested, _cut(tr, 40000, 60000), chunk=2000)
+    assert tested.shifts >= 1 and tested.half_life < 0.5 * grown.half_life
+
+
 def test_readiness_counts_the_gets_a_point_accounts_for() -> None:
     """Under heavy skew the sample can miss the hottest keys: simulated GETs stay low, but SHARDS-adj
     accounts for every GET (rate x GETs), and readiness (the controllers' gate) follows that evidence."""
