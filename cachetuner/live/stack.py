@@ -186,6 +186,8 @@ class LocalStack:
         self.ready_timeout_s = ready_timeout_s
         self.redis_only = redis_only
         self.info = StackInfo(dir=str(self.dir), maxmemory=maxmemory)
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}  # what this instance spawned
+        self._log_start: dict[str, int] = {}  # where each process's output of this start begins in its log
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> LocalStack:
@@ -214,10 +216,10 @@ class LocalStack:
                 return self._start()
             except PortTakenError:
                 self.abort()
-                for proc in getattr(self, "_procs", {}).values():
+                for proc in self._procs.values():
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         proc.wait(5.0)  # reap (no zombie)
-                self._procs: dict[str, subprocess.Popen[bytes]] = {}
+                self._procs = {}
                 self.info.pids.clear()
                 self.info.cmdlines.clear()
                 if attempt >= PORT_ATTEMPTS:
@@ -351,7 +353,7 @@ class LocalStack:
             raise ServiceError(f"stack restart: {name} is not part of the stack in {self.dir}")
         if _is_same_process(pid, argv):
             _kill_group(pid, sig, timeout_s)
-        proc = getattr(self, "_procs", {}).pop(name, None)
+        proc = self._procs.pop(name, None)
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(5.0)  # reap it (no zombie)
@@ -381,7 +383,7 @@ class LocalStack:
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.dir / "logs" / f"{name}.log", "ab")  # noqa: SIM115 (the child keeps it)
         # where this start's output begins in the log (an earlier attempt's is above it)
-        self._log_start = {**getattr(self, "_log_start", {}), name: log.tell()}
+        self._log_start[name] = log.tell()
         try:
             proc = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.dir
@@ -394,15 +396,14 @@ class LocalStack:
         self.info.cmdlines[name] = argv
         self._save()
         # Keep the Popen so a context-manager user can reap it (no zombies in tests).
-        self._procs = getattr(self, "_procs", {})
         self._procs[name] = proc
 
     def _check_running(self, what: str = "the stack to be ready") -> None:
         """Raise when a process this instance started has exited (:class:`PortTakenError` when it could
         not bind its port)."""
-        for name, proc in getattr(self, "_procs", {}).items():
+        for name, proc in self._procs.items():
             if proc.poll() is not None:
-                log = _tail(self.dir / "logs" / f"{name}.log", start=getattr(self, "_log_start", {}).get(name, 0))
+                log = _tail(self.dir / "logs" / f"{name}.log", start=self._log_start.get(name, 0))
                 port = getattr(self.info, f"{name}_port", "?")
                 msg = f"{name} exited with code {proc.returncode} while waiting for {what}; log: {log}"
                 if re.search(r"address already in use", log, re.IGNORECASE):

@@ -179,10 +179,10 @@ class MRCEstimator:
             total_gets = int(np.count_nonzero(is_get))
             total_get_bytes = int(sizes[is_get].sum())
         seen = total_gets if total_gets is not None else int(np.count_nonzero(is_get)) / max(sample.rate, 1e-9)
-        age = self.base_rate * seen / self.cfg.half_life_gets
-        d_short = 0.5 ** (age / self.cfg.short_half_life_share)
-        self._regime_gets += self.base_rate * seen
-        d = 0.5 ** (self.base_rate * seen / self.half_life)
+        step = self.base_rate * seen  # sampled-GET equivalents this interval
+        d_short = 0.5 ** (step / self.cfg.half_life_gets / self.cfg.short_half_life_share)
+        self._regime_gets += step
+        d = 0.5 ** (step / self.half_life)
         for m in self._minis:
             m.long.decay(d)
             m.short.decay(d_short)
