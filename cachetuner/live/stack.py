@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cachetuner.errors import ServiceError
+from cachetuner.ports import free_port
 
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_EXPORTER = "/usr/bin/prometheus-redis-exporter"
@@ -55,13 +56,6 @@ PORT_ATTEMPTS = 4
 
 class PortTakenError(ServiceError):
     """A stack process could not bind its port: another process took it after it was picked."""
-
-
-def free_port() -> int:
-    """A currently free loopback TCP port (bind to port 0); :meth:`LocalStack.up` retries a lost race."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -21,7 +21,6 @@ import ctypes.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -34,19 +33,13 @@ from pathlib import Path
 from types import TracebackType
 
 from cachetuner.errors import ServiceError
+from cachetuner.ports import free_port
 
 
 def _dist_dir() -> Path:
     import pytriton  # noqa: F401  (import proves the wheel is there; the binary sits next to it)
 
     return Path(pytriton.__file__).resolve().parent / "tritonserver"
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _pdeathsig() -> None:  # runs in the child: die with the parent, never orphan a server

@@ -4,7 +4,6 @@ is refused; a refused CONFIG SET is reported (not raised) and backed off; a rest
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,15 +15,10 @@ import redis
 from cachetuner.config import RedisConfig
 from cachetuner.daemon.chaos import ACL_RULES, ACL_USER
 from cachetuner.daemon.probe import RedisProbe
+from cachetuner.ports import free_port
 
 REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
 PW = "t0p-secret"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RedisProc:
@@ -44,7 +38,7 @@ class RedisProc:
                 return
         else:
             for _ in range(4):
-                self.port = _free_port()
+                self.port = free_port()
                 self.conf.write_text(
                     f"bind 127.0.0.1\nport {self.port}\nsave \"\"\nappendonly no\ndir {self.dir}\nmaxmemory 64mb\n"
                     f"logfile {self.dir / 'redis.log'}\nuser {ACL_USER} {ACL_RULES} >{PW}\n"

@@ -16,7 +16,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,13 +26,9 @@ import pytest
 import yaml
 from sweeptest_support import BIN, TINY_ENV
 
+from cachetuner.ports import free_port
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _descendants(pid: int) -> set[int]:
@@ -107,10 +102,10 @@ def ray_cluster(ray_cluster_procs: list[subprocess.Popen]) -> Iterator[tuple[str
     try:
         head_log, worker_log = tmp / "head.log", tmp / "worker.log"
         for attempt in range(3):  # a picked port may be taken before Ray binds it (another test worker)
-            port = _free_port()
+            port = free_port()
             head = subprocess.Popen(
                 [str(BIN / "ray"), "start", "--head", "--port", str(port), "--include-dashboard=false",
-                 "--ray-client-server-port", str(_free_port()), "--temp-dir", str(tmp / "t"), *node],
+                 "--ray-client-server-port", str(free_port()), "--temp-dir", str(tmp / "t"), *node],
                 stdout=head_log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
             procs.append(head)
             try:
