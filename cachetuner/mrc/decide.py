@@ -99,6 +99,21 @@ class MRCControlSettings(BaseModel):
         "cache that has not filled its limit hits as often as with any larger one, so the empty part is memory paid "
         "for nothing (cachetuner.mrc.fill). Only decide_after applies it (it needs the interval's metrics). null = off"
     )
+    cold_growth: float | None = Field(
+        1.25, gt=1, description="until the curves are first ready (min_weight) after the controller starts, a cache that is "
+        "full at the chosen size has the chosen size raised to this factor times the bytes in use plus the fill "
+        "cap's headroom for inserts, instead of evicting; the fill cap keeps "
+        "the limit at the bytes in use plus headroom, so it holds only what was inserted. Why: before the curves "
+        "have evidence, every eviction drops data whose worth is unknown, and a young curve underrates large "
+        "caches. Only while the cache pays for itself (its hits in the interval worth at least its memory): "
+        "with a concave hit-ratio curve the next byte earns no more than the average byte, so a cache whose "
+        "hits do not cover its memory has nothing to gain from growing. Needs fill_headroom. Once the curves are ready the rule decides from the grown size, and a shrink "
+        "that keeps at least the size before the growth skips the shrink gates (shrink_min_weight, shrink_confirm): "
+        "those bytes were never chosen on evidence, so taking them back is a return to the status quo, not a "
+        "shrink of a proven cache; after the rule's first own move the gates hold again. Only at the start: "
+        "after a shift-test restart the cache holds the old regime's data. "
+        "null = off"
+    )
     change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
     policy_min_gain: float = Field(
         0.03, ge=0, le=1, description="a policy switch needs the other policy's predicted hit ratio at the target "
@@ -130,6 +145,8 @@ class MRCDecider:
         self._held: tuple[int, str] | None = None  # the (size, policy) the hit tracker below measures
         self._held_hits = 0.0
         self._held_n = 0
+        self._was_ready = False  # the curves have been ready since the last reset (cold_growth stops for good)
+        self._cold_base: int | None = None  # the chosen size before cold growth, until the rule moves on its own
 
     def decide(
         self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace,
@@ -179,9 +196,13 @@ class MRCDecider:
         now = cc.cost_at(cur.maxmemory_policy, cur.maxmemory)
         if now != now:  # no curve for the policy in force (e.g. a volatile-* policy): move as soon as confirmed
             return self._move(cur, target) if self._streak >= s.confirm else cur
-        saving = now - cc.cost_at(*target)
         shrink = target[1] < cur.maxmemory
-        free = shrink and self._free_shrink(prices, cur, target[1])
+        base = self._cold_base
+        back = shrink and base is not None and target[1] >= base  # giving back cold growth's unproven bytes
+        if back and base is not None and cc.cost_at(target[0], base) <= cc.cost[target[0]].min() * (1 + s.hysteresis):
+            target = (target[0], base)  # all the way back to the status quo when the band allows it
+        saving = now - cc.cost_at(*target)
+        free = shrink and (back or self._free_shrink(prices, cur, target[1]))
         if shrink and not free and not curves.ready(s.shrink_min_weight):
             return cur
         need = s.shrink_confirm if shrink and not free else s.confirm
@@ -200,9 +221,23 @@ class MRCDecider:
         if self.fill is None:
             return self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap))
         cur = self.fill.intended(cur)  # full is judged against the size the rule chose, not the cap
-        nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits,
-                          full=is_full(snap, cur.maxmemory))
+        full = is_full(snap, cur.maxmemory)
+        nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full)
+        if nxt == cur and full and self._cold(curves, cur) and snap.hits * prices.miss >= prices.memory_cost(cur.maxmemory):
+            grow = float(self.settings.cold_growth or 1.0)
+            if self._cold_base is None:
+                self._cold_base = cur.maxmemory
+            nxt = cur.evolve(maxmemory=space.clip(grow * max(cur.maxmemory, self.fill.need(snap))))
         return self.fill.apply(nxt, snap, space, prices)
+
+    def _cold(self, curves: MissRatioCurves | None, cur: RedisConfig) -> bool:
+        """Whether ``cold_growth`` applies: on, under an ``allkeys-*`` policy (the fill cap's condition), and the
+        curves not ready yet for the first time since the reset."""
+        s = self.settings
+        if not self._was_ready and curves is not None and curves.ready(s.min_weight):
+            self._was_ready = True
+        return (bool(s.cold_growth) and self.fill is not None and not self._was_ready
+                and cur.maxmemory_policy.startswith("allkeys-"))
 
     def _free_growth(self, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> bool:
         """Whether growing to the largest size risks at most ``free_growth`` of the misses' cost (see the setting)."""
@@ -250,8 +285,8 @@ class MRCDecider:
             return int(ok[np.argmin(np.abs(ok - current))])
         return int(ok.max() if ok.max() < current else ok.min())
 
-    @staticmethod
-    def _move(cur: RedisConfig, target: tuple[str, int]) -> RedisConfig:
+    def _move(self, cur: RedisConfig, target: tuple[str, int]) -> RedisConfig:
+        self._cold_base = None  # a size the rule chose on evidence: its shrink gates hold from now on
         return cur.evolve(maxmemory=target[1], maxmemory_policy=target[0])
 
     @staticmethod

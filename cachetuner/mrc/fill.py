@@ -78,9 +78,7 @@ class FillCap:
             # keys that have no TTL): no cap
             cap = target
         else:
-            per_key = used / snap.keys if snap.keys > 0 else 0.0
-            inserts = max(max(snap.sets, snap.misses) * per_key, grown)
-            need = used + max(self.headroom_intervals * inserts, self.min_share * used)
+            need = self.need(snap, grown)
             cap = prev if need <= prev else max(need, prev * self.step)
             if need < self.shrink_below * prev and self._pays(prices, prev, need):
                 cap = need
@@ -89,6 +87,14 @@ class FillCap:
                 cap = target  # the memory held back is not worth the changes the cap makes
         self._applied = intended.evolve(maxmemory=cap)
         return self._applied
+
+    def need(self, snap: MetricsSnapshot, grown: float = 0.0) -> float:
+        """The bytes in use plus ``headroom_intervals`` intervals of inserts (the interval's misses or sets times
+        the bytes per key, or ``grown``, the last interval's growth, if larger), at least ``min_share`` of them."""
+        used = float(snap.used_memory)
+        per_key = used / snap.keys if snap.keys > 0 else 0.0
+        inserts = max(max(snap.sets, snap.misses) * per_key, grown)
+        return used + max(self.headroom_intervals * inserts, self.min_share * used)
 
     @staticmethod
     def _pays(prices: Prices | None, held: float, lower: float) -> bool:

@@ -1,0 +1,121 @@
+"""Cold growth (``controllers.mrc.cold_growth``): after a cold start, a cache that fills the chosen size
+before the curves have evidence grows under the fill cap instead of evicting; it stops for good once the
+curves have been ready, and needs the fill cap."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cachetuner.config import RedisConfig
+from cachetuner.control import ControlSettings
+from cachetuner.control.mrc import MRCController
+from cachetuner.env import EnvConfig, WorkloadSpec
+from cachetuner.evaluation import evaluate_controllers
+from cachetuner.metrics import MetricsSnapshot
+from cachetuner.mrc import Prices
+from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+from cachetuner.space import ConfigSpace
+
+MiB = 1 << 20
+SPACE = ConfigSpace(min_bytes=4 * MiB, max_bytes=1024 * MiB, policies=("allkeys-lru", "allkeys-lfu"), timeouts=(0,))
+PRICES = Prices(memory_per_gib_hour=100.0, miss=0.0002, switch=0.0, interval_s=10)
+START = RedisConfig(maxmemory=64 * MiB, maxmemory_policy="allkeys-lru")
+
+
+def _full(limit: int) -> MetricsSnapshot:
+    """An interval of a cache at its limit (evicting), 10,000 keys, 1,000 inserts."""
+    return MetricsSnapshot(interval_s=10, gets=2000, hits=1000, misses=1000, sets=1000, used_memory=limit,
+                           maxmemory=limit, keys=10_000, evictions=100)
+
+
+def _curves(evidence: float) -> MissRatioCurves:
+    sizes = np.geomspace(SPACE.min_bytes, SPACE.max_bytes, 8)
+    hit = np.linspace(0.3, 0.6, 8)
+    return MissRatioCurves(sizes, hit={"allkeys-lru": hit}, weight={"allkeys-lru": np.full(8, evidence)},
+                           evidence={"allkeys-lru": np.full(8, evidence)})
+
+
+def test_a_full_cache_with_young_curves_grows_instead_of_evicting() -> None:
+    rule = MRCDecider(MRCControlSettings())
+    snap = _full(START.maxmemory)
+    out = rule.decide_after(snap, _curves(10.0), PRICES, START, SPACE)
+    assert rule.fill is not None
+    need = rule.fill.need(snap)  # the bytes in use + two intervals of inserts
+    assert need > START.maxmemory
+    assert rule.fill.intended(out).maxmemory == int(1.25 * need) == out.maxmemory  # evicting: the cap is lifted
+    assert out.maxmemory_policy == START.maxmemory_policy
+
+
+def test_a_cache_whose_hits_do_not_cover_its_memory_does_not_grow() -> None:
+    """Concave curve: the next byte earns no more than the average one, so such a cache keeps its size."""
+    dear = Prices(memory_per_gib_hour=2000.0, miss=0.0002, switch=0.0, interval_s=10)
+    snap = _full(START.maxmemory)
+    assert snap.hits * dear.miss < dear.memory_cost(START.maxmemory)  # 1,000 hits: 0.2 < 0.35 an interval
+    assert MRCDecider().decide_after(snap, _curves(10.0), dear, START, SPACE) == START
+
+
+def test_cold_growth_stops_for_good_once_the_curves_have_been_ready() -> None:
+    rule = MRCDecider(MRCControlSettings(confirm=50))  # the rule itself will not move within this test
+    assert rule.decide_after(_full(START.maxmemory), _curves(10_000.0), PRICES, START, SPACE) == START
+    # the shift test restarted the window (young curves again): the cache holds the old regime's data
+    assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE) == START
+    rule.reset()  # a new cold start
+    assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE).maxmemory > START.maxmemory
+
+
+def test_off_or_without_the_fill_cap_a_full_cache_keeps_its_size() -> None:
+    for settings in (MRCControlSettings(cold_growth=None), MRCControlSettings(fill_headroom=None)):
+        assert MRCDecider(settings).decide_after(_full(START.maxmemory), None, PRICES, START, SPACE) == START
+    lfu = START.evolve(maxmemory_policy="volatile-lru")  # the fill cap's condition: allkeys-* only
+    assert MRCDecider().decide_after(_full(START.maxmemory), None, PRICES, lfu, SPACE) == lfu
+
+
+def test_on_an_episode_it_keeps_what_it_inserts_until_the_curves_are_ready() -> None:
+    """A default far below the working set, filled in the first interval: without cold growth it evicts at
+    once; with it the cache keeps every key until the curves have evidence, and hits more there."""
+    wl = WorkloadSpec(trace="synthetic:zipf", rate=200,
+                      params={"n_requests": 60_000, "n_keys": 20_000, "alpha": 0.9, "sizes": "fixed:4096"})
+    cfg = EnvConfig(
+        workloads=[wl], interval_s=10, episode_intervals=None, warmup_intervals=0,
+        bounds={"min_bytes": 4 * MiB, "max_bytes": 512 * MiB, "initial_bytes": 4 * MiB},
+        actions={"policies": ["allkeys-lru"], "timeouts": [0]},
+        reward={"miss_cost": 0.0002, "memory_cost_per_gb_hour": 5.0, "slo_penalty": 0.0, "switch_cost": 0.0},
+    )
+    on = ControlSettings()
+    off = on.model_copy(update={"mrc": on.mrc.model_copy(update={"cold_growth": None})})
+    rep = evaluate_controllers(cfg, {"on": MRCController(on), "off": MRCController(off)}, seed=0)
+    grew, held = rep.results["on"].records, rep.results["off"].records
+    early = slice(1, 4)  # full from the first interval, curves not ready yet (min_weight 500 sampled GETs)
+    assert all(r.used_memory <= 4 * MiB for r in held[early])  # evicting at the default's 4 MiB
+    assert [r.used_memory for r in grew[early]] == sorted(r.used_memory for r in grew[early])
+    assert grew[3].used_memory > 2 * held[3].used_memory  # kept what it inserted
+    assert sum(r.hits for r in grew[early]) > sum(r.hits for r in held[early])
+    assert all(r.maxmemory <= 512 * MiB for r in grew)
+
+
+def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_the_shrink_gates() -> None:
+    """The curve puts the optimum at the size before the growth: the rule returns there after ``confirm``
+    intervals, although the curves have less evidence than ``shrink_min_weight`` and fewer than
+    ``shrink_confirm`` intervals passed (the gates guard a size chosen on evidence, which this was not)."""
+    sizes = np.geomspace(SPACE.min_bytes, SPACE.max_bytes, 8)
+    base = RedisConfig(maxmemory=int(sizes[4]), maxmemory_policy="allkeys-lru")  # ~94 MiB: the curve's knee
+    hit = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.6, 0.6, 0.6])
+    ready = MissRatioCurves(sizes, hit={"allkeys-lru": hit}, weight={"allkeys-lru": np.full(8, 600.0)},
+                            evidence={"allkeys-lru": np.full(8, 600.0)})  # min_weight 500 < 600 < 1,500
+
+    def run(settings: MRCControlSettings) -> list[int]:
+        rule = MRCDecider(settings)
+        cur = rule.decide_after(_full(base.maxmemory), None, PRICES, base, SPACE)
+        sizes_run = [cur.maxmemory]
+        for _ in range(4):
+            snap = MetricsSnapshot(interval_s=10, gets=2000, hits=1200, misses=800, sets=800,
+                                   used_memory=cur.maxmemory, maxmemory=cur.maxmemory, keys=10_000, evictions=50)
+            cur = rule.decide_after(snap, ready, PRICES, cur, SPACE)
+            sizes_run.append(cur.maxmemory)
+        return sizes_run
+
+    grown = run(MRCControlSettings())
+    assert grown[0] > base.maxmemory and grown[1] == grown[2] == grown[0]  # confirm: 3 intervals in a row
+    assert grown[3] == base.maxmemory  # back to the status quo, not to the band's edge
+    assert run(MRCControlSettings(cold_growth=None)) == [base.maxmemory] * 5  # off: it evicts at the size it has
