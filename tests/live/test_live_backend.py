@@ -106,8 +106,12 @@ def test_snapshot_from_prometheus_matches_info(backend: LiveRedisBackend, live_s
     i0 = r.info("stats")
     res = replay(trace, live_stack.redis_url, ReplayOptions(rate=10_000, stack_dir=str(live_stack.dir), sample_rate=0.5))
     i1 = r.info("stats")
-    time.sleep(2.0)  # let Prometheus scrape the final counters
-    snap = backend.read(t0, time.time() - 0.2)
+    deadline = time.time() + 30  # until Prometheus has scraped the final counters (a loaded machine scrapes late)
+    while True:
+        time.sleep(0.5)
+        snap = backend.read(t0, time.time() - 0.2)
+        if (not snap.stale and snap.gets >= res.gets) or time.time() > deadline:
+            break
     i2 = r.info("stats")
     assert not snap.stale, getattr(backend, "last_stale_reason", "")
     assert snap.hits == i1["keyspace_hits"] - i0["keyspace_hits"] == res.hits
