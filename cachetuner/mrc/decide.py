@@ -225,20 +225,18 @@ class MRCDecider:
             return self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap))
         cur = self.fill.intended(cur)  # full is judged against the size the rule chose, not the cap
         full = is_full(snap, cur.maxmemory)
+        # tracked every interval, so "stops for good" holds even if the curves were first ready while filling
+        self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight))
         nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full)
         if nxt == cur and full:
-            nxt = self._cold_growth(snap, curves, prices, cur, space)
+            nxt = self._cold_growth(snap, prices, cur, space)
         return self.fill.apply(nxt, snap, space, prices)
 
-    def _cold_growth(
-        self, snap: MetricsSnapshot, curves: MissRatioCurves | None, prices: Prices, cur: RedisConfig, space: ConfigSpace,
-    ) -> RedisConfig:
+    def _cold_growth(self, snap: MetricsSnapshot, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """``cur`` grown by ``cold_growth`` (see the setting) when it applies to a cache that is full at ``cur``:
         on, with the fill cap, under an ``allkeys-*`` policy (the cap's condition), the curves never ready since
         the reset, and the interval's hits worth at least the memory held. Else ``cur``."""
         s = self.settings
-        if not self._was_ready and curves is not None and curves.ready(s.min_weight):
-            self._was_ready = True
         if (not s.cold_growth or self.fill is None or self._was_ready or not cur.maxmemory_policy.startswith("allkeys-")
                 or snap.hits * prices.miss < prices.memory_cost(cur.maxmemory)):
             return cur

@@ -61,6 +61,11 @@ def test_cold_growth_stops_for_good_once_the_curves_have_been_ready() -> None:
     # the shift test restarted the window (young curves again): the cache holds the old regime's data
     assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE) == START
     rule.reset()  # a new cold start
+    filling = MetricsSnapshot(interval_s=10, gets=2000, hits=1000, misses=1000, sets=1000, used_memory=START.maxmemory // 2,
+                              maxmemory=START.maxmemory, keys=5_000, evictions=0)
+    rule.decide_after(filling, _curves(10_000.0), PRICES, START, SPACE)  # ready while the cache still fills
+    assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE) == START
+    rule.reset()
     assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE).maxmemory > START.maxmemory
 
 
