@@ -8,6 +8,9 @@ config pays for the empty part all that time. The cap sets ``maxmemory`` to the 
 of the data, so no eviction is caused while the cache fills; it lifts once the cache reaches the size the
 rule chose (the *intended* size) or evicts. A burst of inserts beyond the headroom evicts the coldest keys
 of a still-filling cache (the only way the cap can cost hits); the cap then jumps to the intended size.
+The same holds after the rule *grows* a full cache: its new bytes fill only through misses, so the cap
+engages at once and the limit follows the data into them (the interval just measured evicted at the old
+size, which says nothing about the new one).
 Only under ``allkeys-*`` policies: under ``noeviction`` or ``volatile-*`` a cache at its limit may refuse
 writes instead of evicting.
 
@@ -48,6 +51,7 @@ class FillCap:
         self._applied: RedisConfig | None = None
         self._intended: RedisConfig | None = None
         self._last_used: float | None = None
+        self._last_intended: int | None = None  # the size the rule meant last time: a growth is judged against it
 
     def intended(self, cur: RedisConfig) -> RedisConfig:
         """The config the rule meant, when ``cur`` is (or a guard's version of) the capped one this layer
@@ -71,7 +75,12 @@ class FillCap:
         grown = used - self._last_used if self._last_used is not None else 0.0
         self._last_used = used
         prev = int(snap.maxmemory or target)  # the limit in force (a daemon's guard may have kept an older one)
-        if (target <= 0 or is_full(snap, target) or snap.rejected_writes > 0 or snap.stale
+        before, self._last_intended = self._last_intended, target
+        # the rule just grew a cache that ran uncapped at its old size: that interval's evictions happened at the
+        # old size, so the cache is full at the new one only if its bytes in use already are
+        grew = before is not None and target > before and prev >= before
+        full = used >= 0.95 * target if grew else is_full(snap, target)
+        if (target <= 0 or full or snap.rejected_writes > 0 or snap.stale
                 or not intended.maxmemory_policy.startswith("allkeys-")):
             # unlimited or full; the headroom was outrun (evictions, or writes refused); no trustworthy reading; or a
             # policy that may refuse writes instead of evicting at the cap (noeviction, volatile-* with

@@ -57,6 +57,31 @@ def test_the_cap_lifts_when_the_cache_evicts_or_the_reading_is_stale(why: str) -
     assert cap.apply(INTENDED, snap, SPACE).maxmemory == INTENDED.maxmemory
 
 
+def test_after_the_rule_grows_a_full_cache_the_cap_follows_the_data_into_the_new_bytes() -> None:
+    cap = FillCap(headroom_intervals=2.0)
+    small = INTENDED.evolve(maxmemory=256 * MiB)
+    # full and evicting at the size the rule chose: no cap
+    assert cap.apply(small, _snap(250 * MiB, maxmemory=256 * MiB, evictions=50), SPACE).maxmemory == 256 * MiB
+    # the rule grows it: the interval just measured evicted at 256 MiB, which says nothing about 512 MiB
+    used = 252 * MiB
+    out = cap.apply(INTENDED, _snap(used, maxmemory=256 * MiB, evictions=40), SPACE).maxmemory
+    assert 256 * MiB < out < INTENDED.maxmemory
+    assert out >= used + 2.0 * 1000 * (used / 10_000)  # room for two intervals of inserts
+    assert cap.intended(INTENDED.evolve(maxmemory=out)) == INTENDED  # the rule still reasons from 512 MiB
+    # evictions under that cap lift it, as for a cold cache
+    assert cap.apply(INTENDED, _snap(out, maxmemory=out, evictions=50), SPACE).maxmemory == INTENDED.maxmemory
+
+
+def test_a_growth_outside_the_rule_is_not_capped() -> None:
+    """A limit in force below the rule's last size (a daemon guard's step limit) is not an uncapped growth:
+    the evictions it measured stand, and the cap stays lifted."""
+    cap = FillCap(headroom_intervals=2.0)
+    small = INTENDED.evolve(maxmemory=256 * MiB)
+    cap.apply(small, _snap(250 * MiB, maxmemory=256 * MiB, evictions=50), SPACE)
+    out = cap.apply(INTENDED, _snap(200 * MiB, maxmemory=200 * MiB, evictions=40), SPACE).maxmemory
+    assert out == INTENDED.maxmemory
+
+
 def test_the_cap_respects_the_lower_bound() -> None:
     out = FillCap(headroom_intervals=2.0).apply(INTENDED, _snap(MiB, misses=10, keys=100), SPACE)
     assert out.maxmemory == SPACE.min_bytes
