@@ -26,12 +26,15 @@ from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import Prices
 from cachetuner.space import ConfigSpace
 
+#: a cache whose bytes in use reach this share of its limit counts as full
+FULL_SHARE = 0.95
+
 
 def is_full(snap: MetricsSnapshot, maxmemory: int | None = None) -> bool:
     """Whether an interval ran with a full cache: it evicted, or ended within 5 % of ``maxmemory`` (the
     limit in force, ``snap.maxmemory``, unless another is given: the size a rule chose behind a cap)."""
     limit = snap.maxmemory if maxmemory is None else maxmemory
-    return snap.evictions > 0 or (limit > 0 and snap.used_memory >= 0.95 * limit)
+    return snap.evictions > 0 or (limit > 0 and snap.used_memory >= FULL_SHARE * limit)
 
 
 class FillCap:
@@ -51,7 +54,6 @@ class FillCap:
         self._applied: RedisConfig | None = None
         self._intended: RedisConfig | None = None
         self._last_used: float | None = None
-        self._last_intended: int | None = None  # the size the rule meant last time: a growth is judged against it
 
     def intended(self, cur: RedisConfig) -> RedisConfig:
         """The config the rule meant, when ``cur`` is (or a guard's version of) the capped one this layer
@@ -69,17 +71,17 @@ class FillCap:
         ``prices``, the cap holds back memory only when one interval of it pays for ``2 x`` a config
         change (at list prices a GiB-hour of RAM is worth a few model calls, so a cap would cost more in
         changes than it saves), and lowers the limit in force only on the same condition."""
+        before = None if self._intended is None else int(self._intended.maxmemory)  # the size meant last time
         self._intended = intended
         target = int(intended.maxmemory)
         used = float(snap.used_memory)
         grown = used - self._last_used if self._last_used is not None else 0.0
         self._last_used = used
         prev = int(snap.maxmemory or target)  # the limit in force (a daemon's guard may have kept an older one)
-        before, self._last_intended = self._last_intended, target
         # the rule just grew a cache that ran uncapped at its old size: that interval's evictions happened at the
         # old size, so the cache is full at the new one only if its bytes in use already are
         grew = before is not None and target > before and prev >= before
-        full = used >= 0.95 * target if grew else is_full(snap, target)
+        full = used >= FULL_SHARE * target if grew else is_full(snap, target)
         if (target <= 0 or full or snap.rejected_writes > 0 or snap.stale
                 or not intended.maxmemory_policy.startswith("allkeys-")):
             # unlimited or full; the headroom was outrun (evictions, or writes refused); no trustworthy reading; or a
