@@ -88,7 +88,11 @@ def evaluate_cmd(
     workload: Annotated[int, typer.Option("--workload", min=0, help="workload index when --trace is not given")] = 0,
     intervals: Annotated[int | None, typer.Option("--intervals", min=1, help="episode length; default: the whole trace")] = None,
     prices: Annotated[
-        str | None, typer.Option("--prices", help="price preset: list | scaled | cheap-backend (default: the config's)")
+        str | None, typer.Option("--prices", help="price preset: list | scaled | cheap-backend | budget (default: the config's)")
+    ] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option("--budget", help="the budget regime's maxmemory cap: bytes (64mb, 1GiB) or a share of the working set (10%)"),
     ] = None,
     suite: Annotated[
         Path | None, typer.Option("--suite", help="evaluation suite YAML (experiments/suite.yaml): controllers x traces x prices x seeds")
@@ -105,6 +109,11 @@ def evaluate_cmd(
     if suite is not None:
         from cachetuner.reports.suite import print_suite, run_suite
 
+        if prices is not None or budget is not None:
+            from cachetuner.errors import ConfigError
+
+            raise ConfigError("--prices/--budget: with --suite the prices come from the suite's `prices:` list")
+
         res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address)
         if json_out:
             emit_json(res)
@@ -115,13 +124,13 @@ def evaluate_cmd(
         from cachetuner.errors import ConfigError
 
         raise ConfigError("--ray-address: only with --suite (a single evaluation is one process)")
-    from cachetuner.reports.evaluate import run_evaluation
+    from cachetuner.reports.evaluate import price_option, run_evaluation
 
     names = [t.strip() for t in tuners.split(",") if t.strip()] if tuners else None
     result, report = run_evaluation(
         model=model, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed, limit=limit,
         params=load_params_file(params) or {}, config=config, controllers=names, workload=workload,
-        intervals=intervals, prices=prices, tracking_uri=tracking_uri, console=console,
+        intervals=intervals, prices=price_option(prices, budget), tracking_uri=tracking_uri, console=console,
     )
     if json_out:
         emit_json(result)

@@ -194,7 +194,7 @@ class CacheTuningEnv(gym.Env):
         """This episode's prices (the reward's, with the episode's randomised memory factor)."""
         rw = self._reward_cfg
         lat = self.cfg.sim.latency
-        budget = self.cfg.prices.budget_bytes if self.cfg.prices is not None else None
+        budget = int(self.bounds[1]) if self.cfg.prices is not None and self.cfg.prices.budget is not None else None
         return Prices(
             memory_per_gib_hour=rw.memory_cost_per_gb_hour, miss=rw.miss_cost, slo_penalty=rw.slo_penalty,
             switch=rw.switch_cost, interval_s=self.cfg.interval_s, slo_p95_ms=self.cfg.slo_p95_ms,

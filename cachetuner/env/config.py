@@ -315,12 +315,18 @@ class EnvConfig(BaseModel):
         and the budget regime caps ``bounds.max_bytes``."""
         if self.prices is not None:
             object.__setattr__(self, "reward", self.reward.model_copy(update=self.prices.resolve_all()))
+            b = self.bounds
             if self.prices.budget_bytes is not None:
-                b = self.bounds
                 lo = b.min_bytes if b.min_bytes is not None and b.min_bytes < self.prices.budget_bytes else None
                 object.__setattr__(
                     self, "bounds", b.model_copy(update={"max_bytes": self.prices.budget_bytes, "min_bytes": lo})
                 )
+            elif self.prices.budget_fraction is not None:
+                # a share of each workload's working set, so one suite entry fits traces of any size; the
+                # lower bound stays below it (absolute bounds are checked once the working set is known)
+                frac = self.prices.budget_fraction
+                object.__setattr__(self, "bounds", b.model_copy(update={
+                    "max_bytes": None, "max_fraction": frac, "min_fraction": min(b.min_fraction, frac / 2)}))
         if self.observation.mrc_features and not self.mrc.enabled:
             raise ValueError("observation.mrc_features needs mrc.enabled")
         if self.actions.space == "mrc-offset" and not self.mrc.enabled:

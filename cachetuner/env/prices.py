@@ -11,7 +11,7 @@ knobs. ``scaled`` keeps this project's small synthetic working sets in the inter
 | ``list`` | 0.016 | 0.002 | cloud RAM list price, one LLM API call |
 | ``scaled`` | 1000 | 0.002 | the same call, memory priced as if the working set were ~10^5x larger (this project's default ratio) |
 | ``cheap-backend`` | 0.016 | 0.00002 | RAM list price, a small embedding model: 0.02 GPU-s at $3.6/GPU-hour |
-| ``budget`` | 0 | 0.002 | memory capped at ``budget_bytes`` and free below it: reward = misses + SLO |
+| ``budget`` | 0 | 0.002 | memory capped at ``budget_bytes`` (or ``budget_fraction`` of the working set) and free below it: reward = misses + SLO |
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ class PricesConfig(BaseModel):
     gpu_seconds_per_miss: float | None = Field(None, gt=0)
     gpu_per_hour: float | None = Field(None, gt=0, description="$ per GPU-hour")
     budget_bytes: int | None = Field(None, ge=1, description="budget regime: the maxmemory cap")
+    budget_fraction: float | None = Field(
+        None, gt=0, description="budget regime: the maxmemory cap as a share of the workload's working set"
+    )
     switch: float | None = Field(None, ge=0, description="$ per config change; None = the price of one miss")
     slo_penalty: float = Field(0.0, ge=0, description="$ per interval whose p95 exceeds the SLO")
     randomize_memory: tuple[float, float] | None = Field(
@@ -56,8 +59,10 @@ class PricesConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> PricesConfig:
-        if self.preset == "budget" and self.budget_bytes is None:
-            raise ValueError("preset 'budget' needs budget_bytes")
+        if self.budget_bytes is not None and self.budget_fraction is not None:
+            raise ValueError("budget_bytes and budget_fraction: set one")
+        if self.preset == "budget" and self.budget is None:
+            raise ValueError("preset 'budget' needs budget_bytes or budget_fraction")
         if (self.gpu_seconds_per_miss is None) != (self.gpu_per_hour is None):
             raise ValueError("gpu_seconds_per_miss and gpu_per_hour go together")
         if self.randomize_memory is not None and not 0 < self.randomize_memory[0] <= self.randomize_memory[1]:
@@ -79,9 +84,14 @@ class PricesConfig(BaseModel):
             miss = self.gpu_seconds_per_miss * self.gpu_per_hour / 3600.0
         if self.per_miss is not None:
             miss = self.per_miss
-        if self.budget_bytes is not None:
+        if self.budget is not None:
             mem = 0.0
         return float(mem), float(miss)
+
+    @property
+    def budget(self) -> int | float | None:
+        """The memory budget as given (bytes, or a share of the working set), None outside the regime."""
+        return self.budget_bytes if self.budget_bytes is not None else self.budget_fraction
 
 
 __all__ = ["PRESETS", "PricesConfig"]

@@ -63,6 +63,7 @@ class TraceResult:
     requests: int
     keys: int
     errors_pp: dict[str, dict[str, float]]
+    gaps: dict[str, tuple[list[float], list[float]]]  # "B - A": (predicted, true) hit-ratio gap per size
     estimator_seconds: float
     full_sim_seconds: float  # one full simulation of the trace (mean over sizes and policies)
     sampled_share: float
@@ -78,6 +79,11 @@ class TraceResult:
                 self.estimator_seconds / max(self.full_sim_seconds * self._points, 1e-9), 4
             ),
             "sampled_share": round(self.sampled_share, 3),
+            "policy_gap_error_pp": {
+                k: {"mean": round(100 * float(np.mean(np.abs(np.subtract(p, t)))), 3),
+                    "max": round(100 * float(np.max(np.abs(np.subtract(p, t)))), 3)}
+                for k, (p, t) in self.gaps.items()
+            },
         }
 
     _points: int = 1
@@ -103,18 +109,23 @@ def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: in
 
     full_params = params.model_copy(update={"model_latency": False})
     errors: dict[str, dict[str, float]] = {}
+    truths: dict[str, np.ndarray] = {}
     t_full, runs = 0.0, 0
     for pol in cfg.policies:
-        errs = []
+        truth = np.zeros(len(curves.sizes))
         for k, size in enumerate(curves.sizes.tolist()):
             t1 = time.perf_counter()
             sim = TieredCacheSim.for_trace(trace, RedisConfig(maxmemory=int(size), maxmemory_policy=pol), full_params)
-            truth = sim.run_counts(trace, 0, n).hit_ratio
+            truth[k] = sim.run_counts(trace, 0, n).hit_ratio
             t_full += time.perf_counter() - t1
             runs += 1
-            errs.append(abs(truth - float(curves.hit[pol][k])))
+        truths[pol] = truth
+        errs = np.abs(truth - np.asarray(curves.hit[pol], float))
         errors[pol] = {"mean": round(100 * float(np.mean(errs)), 3), "max": round(100 * float(np.max(errs)), 3)}
-    res = TraceResult(trace.name, n, trace.n_keys, errors, t_est, t_full / max(runs, 1), est.sampled_share)
+    ref = cfg.policies[0]
+    gaps = {f"{pol} - {ref}": ((np.asarray(curves.hit[pol], float) - np.asarray(curves.hit[ref], float)).tolist(),
+                               (truths[pol] - truths[ref]).tolist()) for pol in cfg.policies[1:]}
+    res = TraceResult(trace.name, n, trace.n_keys, errors, gaps, t_est, t_full / max(runs, 1), est.sampled_share)
     res._points = len(curves.sizes) * len(cfg.policies)
     return res
 
@@ -146,6 +157,7 @@ def bench_mrc(
     params = SimParams()
     root = shared_traces_dir()
     out: list[dict[str, Any]] = []
+    gaps: dict[str, tuple[list[float], list[float]]] = {}
     for rel, fmt in traces or list(SHARED_TRACES):
         if on_trace is not None:
             on_trace(rel)
@@ -153,6 +165,9 @@ def bench_mrc(
                            format=fmt, size_model=size_model, limit=limit)
         r = bench_trace(trace, cfg, params)
         out.append({**r.to_json(), "trace": rel})
+        for k, (p, t) in r.gaps.items():
+            gaps.setdefault(k, ([], []))[0].extend(p)
+            gaps[k][1].extend(t)
     summary: dict[str, Any] = {}
     for pol in cfg.policies:
         means = [t["error_pp"][pol]["mean"] for t in out]
@@ -165,9 +180,40 @@ def bench_mrc(
         "n_sizes": cfg.n_sizes,
         "traces": out,
         "summary": summary,
+        "policy_gap": {k: policy_gap_summary(np.asarray(p), np.asarray(t)) for k, (p, t) in gaps.items()},
         "estimator_cost_vs_one_simulation_mean": round(
             float(np.mean([t["estimator_cost_vs_one_simulation"] for t in out])), 3),
     }
 
 
-__all__ = ["SHARED_TRACES", "bench_mrc", "bench_trace", "shared_traces_dir"]
+#: predicted policy gaps (pp) at which ``policy_gap_summary`` reports how often a switch would pay
+GAP_THRESHOLDS_PP: tuple[float, ...] = (0.5, 1.0, 2.0, 3.0)
+
+
+def policy_gap_summary(predicted: np.ndarray, true: np.ndarray) -> dict[str, Any]:
+    """How far the curves' *difference* between two policies can be trusted, over every (trace, size) point.
+
+    A policy switch is decided on a predicted gap, not on one curve, and the two curves share their key
+    sample, so their errors may cancel or add. For each threshold ``g`` (pp), among the points whose
+    predicted gap is at least ``g`` in either direction: how many there are, the share where the true gap
+    points the other way or is zero (a switch that loses), and the realised / predicted gap ratio (how much
+    of a predicted gain arrives). This is the evidence for ``mrc.policy_min_gain``."""
+    err = np.abs(predicted - true)
+    out: dict[str, Any] = {"points": int(len(predicted)), "mean_error_pp": round(100 * float(np.mean(err)), 3),
+                           "max_error_pp": round(100 * float(np.max(err)), 3), "by_predicted_gap": {}}
+    for g in GAP_THRESHOLDS_PP:
+        sel = np.abs(predicted) >= g / 100.0
+        n = int(sel.sum())
+        if not n:
+            out["by_predicted_gap"][f">={g}pp"] = {"points": 0}
+            continue
+        realised = true[sel] * np.sign(predicted[sel])  # the true gap in the predicted direction
+        out["by_predicted_gap"][f">={g}pp"] = {
+            "points": n,
+            "wrong_direction_share": round(float(np.mean(realised <= 0)), 3),
+            "realised_over_predicted": round(float(realised.sum() / np.abs(predicted[sel]).sum()), 3),
+        }
+    return out
+
+
+__all__ = ["GAP_THRESHOLDS_PP", "SHARED_TRACES", "bench_mrc", "bench_trace", "policy_gap_summary", "shared_traces_dir"]

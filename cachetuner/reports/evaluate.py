@@ -18,6 +18,7 @@ from cachetuner.agent.config import TrainConfig
 from cachetuner.control import DEFAULT_EVALUATION, build_controllers
 from cachetuner.control.learned import CONFIG_SIDECAR, DEFAULT_MODEL, SHIPPED_DIR, load_policy
 from cachetuner.env import EnvConfig, WorkloadSpec
+from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import EvalReport, evaluate_controllers
 from cachetuner.evaluation.episode import SUMMARY_FIELDS
@@ -46,9 +47,10 @@ def evaluation_env(
     params: dict[str, Any] | None = None,
     workload: int = 0,
     intervals: int | None = None,
-    prices: str | None = None,
+    prices: str | PricesConfig | None = None,
 ) -> tuple[EnvConfig, int]:
-    """The env config to evaluate on (``trace`` replaces the config's evaluation workloads)."""
+    """The env config to evaluate on (``trace`` replaces the config's evaluation workloads; ``prices``, a
+    preset name or a :class:`PricesConfig`, replaces its prices)."""
     env_cfg = cfg.eval_env_config()
     if trace is not None:
         spec = WorkloadSpec(trace=trace, format=fmt, size_model=size_model, rate=rate, limit=limit, seed=seed,
@@ -57,16 +59,37 @@ def evaluation_env(
         workload = 0
     elif workload >= len(env_cfg.workloads):
         raise ConfigError(f"--workload {workload}: the config has {len(env_cfg.workloads)} evaluation workloads")
-    update: dict[str, Any] = {"episode_intervals": intervals}
-    if prices is not None:
-        from cachetuner.env.prices import PricesConfig
-
-        update["prices"] = PricesConfig(preset=prices)  # type: ignore[arg-type]
     data = env_cfg.model_dump()
-    data.update(update)
+    data["episode_intervals"] = intervals
     if prices is not None:
-        data["prices"] = update["prices"].model_dump()
+        chosen = PricesConfig(preset=prices) if isinstance(prices, str) else prices  # type: ignore[arg-type]
+        data["prices"] = chosen.model_dump()
     return EnvConfig.model_validate(data), workload
+
+
+def price_option(preset: str | None, budget: str | None) -> str | PricesConfig | None:
+    """``--prices`` and ``--budget`` as :func:`evaluation_env` takes them. ``--budget`` is the budget
+    regime's cap: bytes (``64mb``) or a share of the working set (``10%``); it implies ``--prices budget``."""
+    from cachetuner.sim.sizing import parse_size
+
+    if budget is None:
+        if preset == "budget":
+            raise ConfigError("--prices budget: give the cap with --budget (bytes like 64mb, or a share like 10%)")
+        if preset is not None and preset not in PRESETS:
+            raise ConfigError(f"--prices {preset!r}: expected one of {', '.join(PRESETS)}")
+        return preset
+    if preset not in (None, "budget"):
+        raise ConfigError(f"--budget: the budget regime makes memory free below the cap; it does not combine with --prices {preset}")
+    text = budget.strip()
+    if text.endswith("%"):
+        try:
+            share = float(text[:-1]) / 100.0
+        except ValueError:
+            raise ConfigError(f"--budget {budget!r}: expected a number before '%'") from None
+        if not 0 < share <= 10:
+            raise ConfigError(f"--budget {budget!r}: the share must be in (0, 1000]%")
+        return PricesConfig(preset="budget", budget_fraction=share)
+    return PricesConfig(preset="budget", budget_bytes=parse_size(text, what="--budget"))
 
 
 def run_evaluation(
@@ -83,7 +106,7 @@ def run_evaluation(
     controllers: list[str] | None = None,
     workload: int = 0,
     intervals: int | None = None,
-    prices: str | None = None,
+    prices: str | PricesConfig | None = None,
     tracking_uri: str | None = None,
     console: Console | None = None,
 ) -> tuple[dict[str, Any], EvalReport]:
@@ -120,7 +143,7 @@ def run_evaluation(
         mlflow.set_tags({"kind": "evaluate", "workload": report.workload, "model_path": str(model or "")})
         mlflow.log_params({"trace": trace or report.workload, "format": fmt, "size_model": str(size_model),
                            "rate": str(rate), "limit": str(limit), "tuners": ",".join(names), "seed": seed,
-                           "config": str(cfg_source or "defaults"), "prices": str(prices or "config")})
+                           "config": str(cfg_source or "defaults"), "prices": _price_label(prices)})
         mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in result["tuners"].items() for k, v in s.items()
                             if isinstance(v, int | float) and not isinstance(v, bool)})
         with tempfile.TemporaryDirectory() as d:
@@ -134,3 +157,12 @@ def run_evaluation(
             log_figure_png(fig, f"eval_{key}")
         result["mlflow_run_id"] = run.info.run_id
     return result, report
+
+
+def _price_label(prices: str | PricesConfig | None) -> str:
+    if prices is None:
+        return "config"
+    if isinstance(prices, str):
+        return prices
+    cap = prices.budget_bytes if prices.budget_bytes is not None else f"{prices.budget_fraction:.0%}"
+    return f"{prices.preset} {cap}" if prices.budget is not None else prices.preset

@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 
 from cachetuner.agent.config import TrainConfig
 from cachetuner.control import build_controllers
 from cachetuner.control.learned import PolicyArtifact, load_policy
+from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
 from cachetuner.reports.evaluate import evaluation_env, resolve_train_config
@@ -55,14 +56,55 @@ class SuiteTrace(BaseModel):
         return self.name or Path(self.trace).name
 
 
+class SuitePrices(PricesConfig):
+    """A price regime spelled out (``{name: budget-10pct, preset: budget, budget_fraction: 0.1}``) where a
+    preset name is not enough: the ``budget`` regime needs its cap, and a user may price misses their way."""
+
+    name: str | None = Field(None, description="the regime's label in the cells and tables; None = the preset")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.preset
+
+    def prices(self) -> PricesConfig:
+        return PricesConfig.model_validate(self.model_dump(exclude={"name"}))
+
+
+PriceEntry = str | SuitePrices
+
+
+def _check_prices(entries: list[PriceEntry] | None) -> list[PriceEntry] | None:
+    """A preset name must exist and carry everything it needs (``budget`` needs its cap: spell it out)."""
+    for p in entries or []:
+        if isinstance(p, str) and (p not in PRESETS or p == "budget"):
+            hint = ("the budget regime needs its cap: {name: ..., preset: budget, budget_fraction: 0.1}"
+                    if p == "budget" else f"expected one of {', '.join(k for k in PRESETS if k != 'budget')} or a mapping")
+            raise ValueError(f"price regime {p!r}: {hint}")
+    labels = [price_label(p) for p in entries or []]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"price regimes need distinct names, got {labels}")
+    return entries
+
+
+def price_label(p: PriceEntry) -> str:
+    return p if isinstance(p, str) else p.label
+
+
+def price_config(p: PriceEntry) -> str | PricesConfig:
+    """What :func:`~cachetuner.reports.evaluate.evaluation_env` takes: a preset name or the prices."""
+    return p if isinstance(p, str) else p.prices()
+
+
 class SuiteVariant(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     traces: list[SuiteTrace] | None = None
-    prices: list[str] | None = None
+    prices: list[PriceEntry] | None = None
     seeds: list[int] | None = None
     intervals: int | None = None
     controllers: list[str] | None = None
+
+    _prices = field_validator("prices")(_check_prices)
 
 
 class SuiteConfig(BaseModel):
@@ -79,15 +121,21 @@ class SuiteConfig(BaseModel):
         default_factory=lambda: ["ppo", "mrc", "static-default", "best-static", "dp-hindsight", "hill-climb"]
     )
     traces: list[SuiteTrace] = Field(..., min_length=1)
-    prices: list[str] = Field(default_factory=lambda: ["scaled"], description="price presets (cachetuner.env.prices)")
+    prices: list[PriceEntry] = Field(
+        default_factory=lambda: ["scaled"],
+        description="price regimes: preset names (cachetuner.env.prices) or mappings of PricesConfig fields with a name",
+    )
     seeds: list[int] = Field(default_factory=lambda: [0])
     intervals: int | None = Field(None, ge=1, description="episode length; None = whole traces")
     full: SuiteVariant | None = None
 
+    _prices = field_validator("prices")(_check_prices)
+
     def resolved(self, full: bool) -> SuiteConfig:
         if not full or self.full is None:
             return self
-        upd = {k: v for k, v in self.full.model_dump().items() if v is not None}
+        # attributes, not model_dump(): a spelled-out price regime must stay a SuitePrices
+        upd = {k: getattr(self.full, k) for k in SuiteVariant.model_fields if getattr(self.full, k) is not None}
         upd["traces"] = self.full.traces or self.traces
         return self.model_copy(update={**upd, "full": None})
 
@@ -133,15 +181,16 @@ def _policy(model: str) -> PolicyArtifact:
     return load_policy(model)
 
 
-def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteTrace, price: str, seed: int,
+def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteTrace, price: PriceEntry, seed: int,
                intervals: int | None) -> dict[str, Any]:
     """One cell: every controller on one trace, price regime and seed (a Ray task, or called in turn)."""
     artifact = _policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
-                                seed=seed, limit=tr.limit, intervals=intervals, prices=price)
+                                seed=seed, limit=tr.limit, intervals=intervals,
+                                prices=price_config(price))
     ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
     rep = evaluate_controllers(env_cfg, ctls, seed=seed)
-    return {"trace": tr.label, "prices": price, "seed": seed, **rep.to_json()}
+    return {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json()}
 
 
 def run_suite(
@@ -190,7 +239,7 @@ def run_suite(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as prog:
         mlflow.set_tags({"kind": "suite", "suite": suite.name, "model": str(model or "")})
-        mlflow.log_params({"controllers": ",".join(names), "prices": ",".join(suite.prices),
+        mlflow.log_params({"controllers": ",".join(names), "prices": ",".join(map(price_label, suite.prices)),
                            "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces)})
         mlflow.set_tag("ray_address", ray_address or "none (serial)")
         task = prog.add_task("suite", total=len(grid))
@@ -205,7 +254,7 @@ def run_suite(
 
         if ray_address is None:
             for i, a in enumerate(args):
-                prog.update(task, description=f"{a[3].label} / {a[4]} / seed {a[5]}")
+                prog.update(task, description=f"{a[3].label} / {price_label(a[4])} / seed {a[5]}")
                 cells.append(suite_cell(*a))
                 record(i, cells[-1])
         else:

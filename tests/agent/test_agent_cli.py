@@ -174,3 +174,17 @@ def test_missing_config_and_unknown_tuner_name_the_culprit(tmp_path) -> None:
     assert "nope.yaml" in _in_process_error(["train", str(tmp_path / "nope.yaml")])
     line = _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--tuners", "static-default,magic"])
     assert "magic" in line and "best-static" in line
+
+
+def test_budget_option_builds_the_regime_and_bad_prices_name_the_option() -> None:
+    from cachetuner.reports.evaluate import price_option
+
+    assert price_option("budget", "10%").budget_fraction == pytest.approx(0.1)
+    by_bytes = price_option(None, "64mb")
+    assert by_bytes.preset == "budget" and by_bytes.budget_bytes == 64 * 2**20
+    assert price_option("list", None) == "list"
+    assert "--budget" in _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--prices", "budget"])
+    assert "'luxury'" in _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--prices", "luxury"])
+    assert "--prices list" in _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--prices", "list",
+                                                 "--budget", "10%"])
+    assert "--budget" in _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--budget", "ten%"])

@@ -93,11 +93,15 @@ def test_suite_end_to_end(tmp_path: Path, mlflow_store) -> None:
         # 16k requests (8 intervals of 10 s): a tiny workload, as for the Ray suite test; the whole
         # default synthetic trace (1M requests, 500 intervals) took a minute and checked nothing more
         "traces": [{"trace": "synthetic:zipf", "name": "zipf", "size_model": None, "rate": 200, "limit": 16000}],
-        "prices": ["scaled", "list"], "seeds": [0],
+        # a preset name, and a regime spelled out: the budget regime needs its cap
+        "prices": ["scaled", {"name": "budget-5MB", "preset": "budget", "budget_bytes": 5_000_000}], "seeds": [0],
     }))
     uri = mlflow_store(tmp_path)
     res = run_suite(suite, tracking_uri=uri)
     assert len(res["cells"]) == 2
+    budget = next(c for c in res["cells"] if c["prices"] == "budget-5MB")
+    for name, row in budget["tuners"].items():
+        assert 0 < row["mean_maxmemory_bytes"] <= 5_000_000, name
     s = res["summary"]
     assert s["best-static"]["regret"]["mean"] == pytest.approx(0.0)
     assert s["static-default"]["savings_vs_default"]["mean"] == pytest.approx(0.0)

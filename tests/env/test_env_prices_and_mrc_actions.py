@@ -41,8 +41,26 @@ def test_budget_regime_caps_memory_and_makes_it_free() -> None:
     assert cfg.bounds.max_bytes == 50_000_000
     from cachetuner.yamlconfig import validate
 
-    with pytest.raises(ConfigError, match="budget_bytes"):
+    with pytest.raises(ConfigError, match="budget_bytes or budget_fraction"):
         validate(EnvConfig, {"prices": {"preset": "budget"}}, "x.yaml")
+
+
+def test_a_budget_can_be_a_share_of_each_workloads_working_set() -> None:
+    """``budget_fraction`` caps maxmemory at that share of the trace's working set (one suite entry fits
+    traces of any size); the lower bound stays below it and memory is free."""
+    plain = CacheTuningEnv(_cfg(bounds={"max_fraction": 1.0}))
+    plain.reset(seed=0)
+    working_set = plain.bounds[1]
+    env = CacheTuningEnv(_cfg(prices={"preset": "budget", "budget_fraction": 0.1}))
+    env.reset(seed=0)
+    lo, hi = env.bounds
+    assert hi == pytest.approx(0.1 * working_set, rel=1e-6) and lo < hi
+    assert env.prices.budget_bytes == hi and env.prices.memory_per_gib_hour == 0.0
+    assert env.backend.config.maxmemory <= hi  # the operator's size is clipped to the budget
+    from cachetuner.yamlconfig import validate
+
+    with pytest.raises(ConfigError, match="set one"):
+        validate(EnvConfig, {"prices": {"preset": "budget", "budget_bytes": 10**6, "budget_fraction": 0.1}}, "x.yaml")
 
 
 def test_randomised_memory_price_changes_per_episode_and_is_seeded() -> None:

@@ -370,3 +370,29 @@ def test_mrc_shrinks_past_the_young_curve_gates_only_when_all_its_hits_are_worth
     for _ in range(6):
         cur = off.decide(curves, prices, 1000.0, cur, space, misses=700.0, full=full)
     assert cur == start  # without the rule the young curve's shrink waits for its evidence
+
+
+def test_policy_gap_summary_counts_the_switches_that_would_lose() -> None:
+    """bench mrc's evidence for ``policy_min_gain``: how often a predicted gap points the wrong way."""
+    from cachetuner.mrc.bench import policy_gap_summary
+
+    predicted = np.array([0.02, -0.015, 0.004, 0.03])
+    true = np.array([0.01, 0.005, 0.0, 0.03])
+    s = policy_gap_summary(predicted, true)
+    assert s["points"] == 4 and s["max_error_pp"] == pytest.approx(2.0)
+    at1 = s["by_predicted_gap"][">=1.0pp"]
+    assert at1["points"] == 3  # 2, -1.5 and 3 pp
+    assert at1["wrong_direction_share"] == pytest.approx(0.333)  # -1.5 pp predicted, +0.5 pp true
+    assert at1["realised_over_predicted"] == pytest.approx(round((0.01 - 0.005 + 0.03) / 0.065, 3))
+    assert s["by_predicted_gap"][">=3.0pp"]["wrong_direction_share"] == 0.0
+
+
+def test_bench_reports_the_error_of_the_policy_difference(web07) -> None:
+    from cachetuner.mrc.bench import bench_trace
+
+    tr = read_trace("bundled:web07", size_model="fixed:4096", limit=40_000)
+    res = bench_trace(tr, MRCConfig(n_sizes=6), SimParams()).to_json()
+    gap = res["policy_gap_error_pp"]["allkeys-lfu - allkeys-lru"]
+    per = res["error_pp"]
+    # a difference of two estimates errs by at most the sum of their errors, point by point
+    assert 0 <= gap["max"] <= per["allkeys-lru"]["max"] + per["allkeys-lfu"]["max"] + 1e-6

@@ -43,7 +43,7 @@ def evaluate_runs(
     from cachetuner.errors import ConfigError
     from cachetuner.evaluation.compare import evaluate_controllers
     from cachetuner.reports.evaluate import evaluation_env
-    from cachetuner.reports.suite import SuiteConfig, _training_traces
+    from cachetuner.reports.suite import SuiteConfig, _training_traces, price_config, price_label
     from cachetuner.yamlconfig import load_model
 
     suite = load_model(SuiteConfig, suite_path)
@@ -64,13 +64,14 @@ def evaluate_runs(
         for price in suite.prices:
             for s in seeds:
                 env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
-                                            seed=s, limit=tr.limit, intervals=intervals or suite.intervals, prices=price)
+                                            seed=s, limit=tr.limit, intervals=intervals or suite.intervals,
+                                            prices=price_config(price))
                 t0 = time.perf_counter()
                 names = ["static-default", "best-static", *[r for r in references if r not in ("static-default", "best-static")]]
                 ref = evaluate_controllers(env_cfg, build_controllers(names, cfg.controllers, seed=s), seed=s)
                 d_cost = ref.results["static-default"].summary["cost"]
                 b_cost = ref.results["best-static"].summary["cost"]
-                log(f"{tr.label}/{price}/s{s}: references {time.perf_counter() - t0:.0f}s")
+                log(f"{tr.label}/{price_label(price)}/s{s}: references {time.perf_counter() - t0:.0f}s")
                 todo: list[tuple[tuple[str, int], Any]] = [((f"ref:{n}", -1), n) for n in references]
                 todo += list(policies.items())
                 for (arm, seed), art in todo:
@@ -80,7 +81,7 @@ def evaluate_runs(
                     else:
                         rep = evaluate_controllers(env_cfg, {"ppo": LearnedPolicy(ControlSettings(), seed=s, model=art)}, seed=s)
                         summ = rep.results["ppo"].summary
-                    rows.append({"arm": arm, "seed": seed, "trace": tr.label, "prices": price, "eval_seed": s,
+                    rows.append({"arm": arm, "seed": seed, "trace": tr.label, "prices": price_label(price), "eval_seed": s,
                                  "cost": summ["cost"], "hit_ratio": summ["hit_ratio"],
                                  "savings_vs_default": 1.0 - summ["cost"] / d_cost if d_cost > 0 else None,
                                  "regret": summ["cost"] / b_cost - 1.0 if b_cost > 0 else None,
