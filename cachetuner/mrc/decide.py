@@ -33,7 +33,9 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
 - a policy switch needs a predicted hit-ratio gain of ``policy_min_gain`` at the target size: a
   smaller predicted difference is within the curves' error, and the switch itself costs a transient
   the curves cannot see (measured on a suite cell: a 2.2 pp predicted LFU gain realised 0.4 pp, and
-  the switch left mrc 0.4 % costlier than static-default).
+  the switch left mrc 0.4 % costlier than static-default); under a memory budget, also a gain of
+  ``policy_sustained_gain`` that has held for ``policy_patience`` intervals in a row (a lasting gap is the
+  workload, not noise, and the policy is the only lever there).
 
 Online: it uses only the past.
 """
@@ -124,6 +126,17 @@ class MRCControlSettings(BaseModel):
         "per-curve error (bench mrc: 0.7-0.9 pp mean, up to 7 pp at one size), and a switched cache pays a transient the curves do not model "
         "(Redis reads the LRU clock bits of every existing key as LFU counters, and back)"
     )
+    policy_sustained_gain: float | None = Field(
+        0.01, ge=0, le=1, description="under a memory budget (the budget price regime), a smaller predicted gain "
+        "also switches the policy once it has held at least this much for policy_patience intervals in a row: "
+        "there the size is pinned at the cap and the policy is the lever, one large gap may be a young curve's "
+        "noise but a lasting one is the workload (bench mrc: of predicted gaps >= 1 pp, 0.6 % point the wrong "
+        "way), and without it a policy chosen for one phase is kept after the phase ends. With priced memory it "
+        "lost on a held-out shifting workload (a switch combined with a shrink), so it is not used there. null = off"
+    )
+    policy_patience: int = Field(
+        24, ge=1, description="intervals in a row a gain of policy_sustained_gain must hold (3 x shrink_confirm)"
+    )
 
 
 class MRCDecider:
@@ -145,6 +158,7 @@ class MRCDecider:
         self.last: CostCurve | None = None
         self._candidate: tuple[str, int] | None = None
         self._streak = 0
+        self._policy_streak = 0  # intervals in a row another policy has been predicted policy_sustained_gain better
         self._held: tuple[int, str] | None = None  # the (size, policy) the hit tracker below measures
         self._held_hits = 0.0
         self._held_n = 0
@@ -187,8 +201,13 @@ class MRCDecider:
         if best_policy != cur.maxmemory_policy and cur.maxmemory_policy in curves.hit:
             mono = curves.monotone()
             gain = float(mono.hit_ratio(best_policy, cc.best_size)) - float(mono.hit_ratio(cur.maxmemory_policy, cc.best_size))
-            if gain < s.policy_min_gain:
+            lasting = (s.policy_sustained_gain is not None and prices.budget_bytes is not None
+                       and gain >= s.policy_sustained_gain)
+            self._policy_streak = self._policy_streak + 1 if lasting else 0
+            if gain < s.policy_min_gain and self._policy_streak < s.policy_patience:
                 best_policy = cur.maxmemory_policy
+        else:
+            self._policy_streak = 0
         size = cc.best_size if cc.best_size > cur.maxmemory else self._band_edge(cc, best_policy, cur.maxmemory,
                                                                                  s.hysteresis)
         target = (best_policy, space.clip(size))

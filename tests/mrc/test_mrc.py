@@ -313,6 +313,41 @@ def test_mrc_switches_policy_only_for_a_gain_beyond_the_curves_error(lfu_gain: f
     assert (cur.maxmemory_policy == "allkeys-lfu") is switches
 
 
+@pytest.mark.parametrize(("lfu_gain", "budget", "switch_at"), [(0.015, 64 << 20, 24), (0.005, 64 << 20, None),
+                                                             (0.015, None, None)])
+def test_under_a_budget_a_smaller_policy_gain_switches_once_it_has_lasted(
+    lfu_gain: float, budget: int | None, switch_at: int | None
+) -> None:
+    """``policy_sustained_gain``: under a memory budget 1.5 pp, below the 3 pp gate, switches after
+    ``policy_patience`` intervals in a row; 0.5 pp never does; an interval without the gain starts the count
+    again; with priced memory (no budget) the rule does not apply."""
+    from cachetuner.mrc import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
+    lru = np.linspace(0.3, 0.5, 8)
+    ev = {p: np.full(8, 5000.0) for p in ("allkeys-lru", "allkeys-lfu")}
+
+    def curves(gain: float) -> MissRatioCurves:
+        return MissRatioCurves(sizes, {"allkeys-lru": lru, "allkeys-lfu": lru + gain}, weight=dict(ev), evidence=ev)
+
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru", "allkeys-lfu"), timeouts=(0,))
+    prices = Prices(memory_per_gib_hour=0.0 if budget else 1e-3, miss=1.0, switch=0.0, interval_s=10, budget_bytes=budget)
+    dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0, hysteresis=0.0))
+    cur = RedisConfig(maxmemory=int(sizes[-1]), maxmemory_policy="allkeys-lru")
+    for _ in range(10):
+        cur = dec.decide(curves(lfu_gain), prices, 1000.0, cur, space)
+    cur = dec.decide(curves(0.0), prices, 1000.0, cur, space)  # the gap closes for one interval: count again
+    switched = None
+    for i in range(1, 40):
+        cur = dec.decide(curves(lfu_gain), prices, 1000.0, cur, space)
+        if cur.maxmemory_policy == "allkeys-lfu":
+            switched = i
+            break
+    assert switched == switch_at
+
+
 @pytest.mark.parametrize(("memory_per_gib_hour", "grows"), [(0.016, True), (100.0, False)])
 def test_mrc_grows_straight_to_the_largest_size_only_when_that_cannot_cost_more_than_a_sliver(
     memory_per_gib_hour: float, grows: bool
