@@ -137,3 +137,25 @@ def test_a_recurrent_policy_trains_loads_and_decides(tmp_path: Path, mlflow_stor
     assert art.recurrent
     rep = evaluate_controllers(art.env_config, {"ppo": make_controller("ppo", model=art)}, seed=0)
     assert rep.results["ppo"].summary["intervals"] > 0
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).resolve().parents[2] / "experiments").glob("suite*.yaml")))
+def test_every_shipped_suite_loads_with_distinct_price_regimes(name: str) -> None:
+    from cachetuner.reports.suite import SuiteConfig, price_label
+    from cachetuner.yamlconfig import load_model
+
+    path = Path(__file__).resolve().parents[2] / "experiments" / name
+    for full in (False, True):
+        suite = load_model(SuiteConfig, path).resolved(full)
+        labels = [price_label(p) for p in suite.prices]
+        assert suite.traces and len(set(labels)) == len(labels)
+
+
+def test_a_suite_refuses_a_budget_without_its_cap(tmp_path: Path) -> None:
+    from cachetuner.reports.suite import SuiteConfig
+    from cachetuner.yamlconfig import load_model
+
+    bad = tmp_path / "suite.yaml"
+    bad.write_text(yaml.safe_dump({"traces": [{"trace": "synthetic:zipf"}], "prices": ["scaled", "budget"]}))
+    with pytest.raises(ConfigError, match="suite.yaml.*budget.*cap"):
+        load_model(SuiteConfig, bad)
