@@ -98,6 +98,12 @@ class MRCControlSettings(BaseModel):
         "the move saves money, so a young curve's bias against large caches cannot make it a loss; the cost "
         "curve still chooses the target. null = off"
     )
+    free_shrink_blind: bool = Field(
+        True, description="free shrink also before the curves are ready: the same bound needs no curve, so a full "
+        "cache whose hits (over at least `confirm` full intervals) are worth less than the memory a shrink gives back "
+        "shrinks to the largest size that gives back enough and is at least a 1.25x step (drop as little data as the "
+        "bound allows)"
+    )
     fill_headroom: float | None = Field(
         2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "
         "maxmemory at the bytes in use plus this many intervals of inserts (at least 10 % of the bytes in use): a "
@@ -182,7 +188,7 @@ class MRCDecider:
         if self._free_growth(prices, cur, space):
             return cur.evolve(maxmemory=int(space.max_bytes))
         if curves is None or not self.gets or not curves.ready(s.min_weight):
-            return cur
+            return self._blind_shrink(prices, cur, space)
         policies = [p for p in curves.policies if p in space.policies]
         if not s.change_policy:
             policies = [p for p in policies if p == cur.maxmemory_policy]
@@ -296,6 +302,24 @@ class MRCDecider:
         # the worst case also breaches the SLO (a cache that hits nothing has the miss latency's p95)
         slo = prices.slo_penalty if prices.slo_penalty and np.isfinite(prices.slo_p95_ms) else 0.0
         return given_back >= s.free_shrink * self._held_hits * prices.miss + prices.switch + slo
+
+    def _blind_shrink(self, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
+        """Free shrink without a curve (``free_shrink_blind``): the largest size that meets :meth:`_free_shrink`'s
+        bound and is a move (at most ``cur`` / 1.25: sizes within 25 % count as one target), else ``cur``. The
+        bound holds whatever the smaller cache hits, so it needs no prediction; when the hits are worth little
+        this steps down by 1.25x every ``confirm`` full intervals until the curves are ready."""
+        s = self.settings
+        per_byte = float(prices.memory_cost(1.0))
+        if (not s.free_shrink_blind or s.free_shrink is None or per_byte <= 0.0
+                or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm):
+            return cur
+        slo = prices.slo_penalty if prices.slo_penalty and np.isfinite(prices.slo_p95_ms) else 0.0
+        needed = s.free_shrink * self._held_hits * prices.miss + prices.switch + slo
+        # every size up to cur - needed/per_byte meets the bound; take the largest that is also a move
+        size = space.clip(min(cur.maxmemory - needed / per_byte, cur.maxmemory / 1.25))
+        if size >= cur.maxmemory or not self._free_shrink(prices, cur, size):
+            return cur
+        return self._move(cur, (cur.maxmemory_policy, size))
 
     @staticmethod
     def _band_edge(cc: CostCurve, policy: str, current: int, band: float) -> int:

@@ -3,6 +3,8 @@ monotone fitting, and the cost arithmetic the controllers read."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -405,6 +407,33 @@ def test_mrc_shrinks_past_the_young_curve_gates_only_when_all_its_hits_are_worth
     for _ in range(6):
         cur = off.decide(curves, prices, 1000.0, cur, space, misses=700.0, full=full)
     assert cur == start  # without the rule the young curve's shrink waits for its evidence
+
+
+@pytest.mark.parametrize(("miss_price", "full", "blind", "steps"),
+                         [(1e-4, True, True, 2), (1e-2, True, True, 0), (1e-4, False, True, 0), (1e-4, True, False, 0)])
+def test_before_the_curves_are_ready_a_cache_whose_hits_are_worth_little_steps_down(
+    miss_price: float, full: bool, blind: bool, steps: int
+) -> None:
+    """``free_shrink_blind``: free shrink's bound needs no curve. With no curve ready, a full cache whose hits
+    (300 a interval) are worth less than the memory a shrink gives back moves to the largest size that meets
+    the bound and is a 1.25x step, every ``confirm`` full intervals; valuable hits, a filling cache or the
+    setting off keep it."""
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    prices = Prices(memory_per_gib_hour=1000.0, miss=miss_price, switch=0.0, interval_s=10)
+    dec = MRCDecider(MRCControlSettings(free_shrink_blind=blind))
+    cur = RedisConfig(maxmemory=64 << 20, maxmemory_policy="allkeys-lru")
+    sizes = [cur.maxmemory]
+    for _ in range(6):
+        cur = dec.decide(None, prices, 1000.0, cur, space, misses=700.0, full=full)
+        if cur.maxmemory != sizes[-1]:
+            sizes.append(cur.maxmemory)
+    assert len(sizes) - 1 == steps
+    for big, small in itertools.pairwise(sizes):
+        given_back = float(prices.memory_cost(big) - prices.memory_cost(small))
+        assert small * 1.25 <= big + 1 and given_back >= 1.25 * 300 * miss_price  # a step, and it cannot lose
 
 
 def test_policy_gap_summary_counts_the_switches_that_would_lose() -> None:
