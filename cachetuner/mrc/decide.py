@@ -91,6 +91,12 @@ class MRCControlSettings(BaseModel):
         "miss cost); 0 = off. Not only once the cache is full: growing only then was measured (2026-12-01) to lose "
         "the first evictions' hits (web12 at list prices +0.9 %) to save memory worth ~1e-5 of the misses"
     )
+    free_growth_amortized: bool = Field(
+        True, description="free growth counts the switch price spread over payback_intervals, like every other move "
+        "of the rule, not whole in one interval: the price is paid once and the memory every interval. At low request "
+        "rates (10 req/s: ~50 misses an interval) 1 % of an interval's misses is less than the one miss a config change "
+        "costs, so without this free growth never fired there (2026-12-02)"
+    )
     free_shrink: float | None = Field(
         1.25, ge=1, description="shrink past the shrink gates (shrink_min_weight, shrink_confirm) when the memory given "
         "back per interval is at least this multiple of what *all* the hits of the cache in force are worth (GETs - "
@@ -274,7 +280,8 @@ class MRCDecider:
         s = self.settings
         if not s.free_growth or self.misses is None or cur.maxmemory >= space.max_bytes:
             return False
-        worst_loss = float(prices.memory_cost(space.max_bytes) - prices.memory_cost(cur.maxmemory)) + prices.switch
+        switch = prices.switch / s.payback_intervals if s.free_growth_amortized else prices.switch
+        worst_loss = float(prices.memory_cost(space.max_bytes) - prices.memory_cost(cur.maxmemory)) + switch
         return worst_loss <= s.free_growth * self.misses * prices.miss
 
     def _track_hits(self, cur: RedisConfig, hits: float, full: bool) -> None:

@@ -371,6 +371,22 @@ def test_mrc_grows_straight_to_the_largest_size_only_when_that_cannot_cost_more_
     assert MRCDecider().decide(None, prices, gets=1000, cur=cur, space=space) == cur  # no misses: no bound
 
 
+@pytest.mark.parametrize(("amortized", "grows"), [(True, True), (False, False)])
+def test_free_growth_at_a_low_request_rate_spreads_the_switch_price(amortized: bool, grows: bool) -> None:
+    """At 10 req/s (50 misses an interval) 1 % of the misses is half a miss, less than the one-miss switch
+    price; the price is paid once, so spread over ``payback_intervals`` it no longer blocks a move whose
+    memory costs ~1e-5 of the misses (list prices)."""
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=16 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    prices = Prices(memory_per_gib_hour=0.016, miss=0.002, switch=0.002, interval_s=10)
+    cur = RedisConfig(maxmemory=2 << 20, maxmemory_policy="allkeys-lru")
+    dec = MRCDecider(MRCControlSettings(free_growth_amortized=amortized))
+    out = dec.decide(None, prices, gets=100, cur=cur, space=space, misses=50)
+    assert out.maxmemory == ((16 << 20) if grows else cur.maxmemory)
+
+
 @pytest.mark.parametrize(
     ("miss_price", "full", "slo_penalty", "shrinks"),
     [(0.0002, True, 0.0, True), (0.002, True, 0.0, False), (0.0002, False, 0.0, False), (0.0002, True, 1.0, False)],
