@@ -71,7 +71,9 @@ class FillCap:
         ``prices``, the cap holds back memory only when one interval of it pays for ``2 x`` a config
         change (at list prices a GiB-hour of RAM is worth a few model calls, so a cap would cost more in
         changes than it saves), and lowers the limit in force only on the same condition."""
-        before = None if self._intended is None else int(self._intended.maxmemory)  # the size meant last time
+        # the size meant last time; before the first call, the limit the cache ran at (a growth at the very first
+        # decision, such as cold growth's, is a growth too)
+        before = int(snap.maxmemory) if self._intended is None else int(self._intended.maxmemory)
         self._intended = intended
         target = int(intended.maxmemory)
         used = float(snap.used_memory)
@@ -80,7 +82,7 @@ class FillCap:
         prev = int(snap.maxmemory or target)  # the limit in force (a daemon's guard may have kept an older one)
         # the rule just grew a cache that ran uncapped at its old size: that interval's evictions happened at the
         # old size, so the cache is full at the new one only if its bytes in use already are
-        grew = before is not None and target > before and prev >= before
+        grew = before > 0 and target > before and prev >= before
         full = used >= FULL_SHARE * target if grew else is_full(snap, target)
         if (target <= 0 or full or snap.rejected_writes > 0 or snap.stale
                 or not intended.maxmemory_policy.startswith("allkeys-")):

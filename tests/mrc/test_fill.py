@@ -72,6 +72,14 @@ def test_after_the_rule_grows_a_full_cache_the_cap_follows_the_data_into_the_new
     assert cap.apply(INTENDED, _snap(out, maxmemory=out, evictions=50), SPACE).maxmemory == INTENDED.maxmemory
 
 
+def test_a_growth_at_the_very_first_decision_is_capped_too() -> None:
+    """Before its first call the cap has no size the rule meant; the limit the cache ran at stands in, so a
+    growth at the first decision (cold growth after a warm-up that filled the default) follows the data."""
+    used = 252 * MiB
+    out = FillCap(headroom_intervals=2.0).apply(INTENDED, _snap(used, maxmemory=256 * MiB, evictions=40), SPACE)
+    assert 256 * MiB < out.maxmemory < INTENDED.maxmemory
+
+
 def test_a_growth_outside_the_rule_is_not_capped() -> None:
     """A limit in force below the rule's last size (a daemon guard's step limit) is not an uncapped growth:
     the evictions it measured stand, and the cap stays lifted."""
