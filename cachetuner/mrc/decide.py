@@ -299,32 +299,37 @@ class MRCDecider:
         self._held_hits = (1 - a) * self._held_hits + a * max(hits, 0.0)
         self._held_n += 1
 
-    def _free_shrink(self, prices: Prices, cur: RedisConfig, target: int) -> bool:
-        """Whether the memory a shrink to ``target`` gives back outweighs every hit the cache in force has
-        been making (``free_shrink`` times over): the move cannot lose even if the smaller cache hit nothing."""
+    def _free_shrink_bound(self, prices: Prices, cur: RedisConfig) -> float | None:
+        """What the memory a shrink of ``cur`` gives back must be worth for free shrink: every hit the cache in
+        force has been making, ``free_shrink`` times over, plus the switch (and the SLO penalty: a cache that
+        hits nothing has the miss latency's p95). None when the rule is off or those hits are not measured yet
+        (``confirm`` full intervals at ``cur``)."""
         s = self.settings
         if s.free_shrink is None or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm:
-            return False
-        given_back = float(prices.memory_cost(cur.maxmemory) - prices.memory_cost(target))
-        # the worst case also breaches the SLO (a cache that hits nothing has the miss latency's p95)
+            return None
         slo = prices.slo_penalty if prices.slo_penalty and np.isfinite(prices.slo_p95_ms) else 0.0
-        return given_back >= s.free_shrink * self._held_hits * prices.miss + prices.switch + slo
+        return s.free_shrink * self._held_hits * prices.miss + prices.switch + slo
+
+    def _free_shrink(self, prices: Prices, cur: RedisConfig, target: int) -> bool:
+        """Whether the memory a shrink to ``target`` gives back outweighs every hit the cache in force has
+        been making (:meth:`_free_shrink_bound`): the move cannot lose even if the smaller cache hit nothing."""
+        bound = self._free_shrink_bound(prices, cur)
+        return bound is not None and float(prices.memory_cost(cur.maxmemory) - prices.memory_cost(target)) >= bound
 
     def _blind_shrink(self, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """Free shrink without a curve (``free_shrink_blind``): the largest size that meets :meth:`_free_shrink`'s
         bound and is a move (at most ``cur`` / 1.25: sizes within 25 % count as one target), else ``cur``. The
         bound holds whatever the smaller cache hits, so it needs no prediction; when the hits are worth little
         this steps down by 1.25x every ``confirm`` full intervals until the curves are ready."""
-        s = self.settings
         per_byte = float(prices.memory_cost(1.0))
-        if (not s.free_shrink_blind or s.free_shrink is None or per_byte <= 0.0
-                or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm):
+        bound = self._free_shrink_bound(prices, cur) if self.settings.free_shrink_blind and per_byte > 0.0 else None
+        if bound is None:
             return cur
-        slo = prices.slo_penalty if prices.slo_penalty and np.isfinite(prices.slo_p95_ms) else 0.0
-        needed = s.free_shrink * self._held_hits * prices.miss + prices.switch + slo
-        # every size up to cur - needed/per_byte meets the bound; take the largest that is also a move
-        size = space.clip(min(cur.maxmemory - needed / per_byte, cur.maxmemory / 1.25))
-        if size >= cur.maxmemory or not self._free_shrink(prices, cur, size):
+        # every size up to cur - bound/per_byte meets the bound; take the largest that is also a move (the
+        # lower bound of the space may lift it back above what the bound allows)
+        size = space.clip(min(cur.maxmemory - bound / per_byte, cur.maxmemory / 1.25))
+        given_back = float(prices.memory_cost(cur.maxmemory) - prices.memory_cost(size))
+        if size >= cur.maxmemory or given_back < bound:
             return cur
         return self._move(cur, (cur.maxmemory_policy, size))
 

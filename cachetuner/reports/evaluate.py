@@ -63,7 +63,8 @@ def evaluation_env(
     data["episode_intervals"] = intervals
     if prices is not None:
         chosen = PricesConfig(preset=prices) if isinstance(prices, str) else prices  # type: ignore[arg-type]
-        data["prices"] = chosen.model_dump(include=set(PricesConfig.model_fields))  # a subclass may label it
+        # only PricesConfig's own fields: a suite's regime (SuitePrices) also carries its label
+        data["prices"] = chosen.model_dump(include=set(PricesConfig.model_fields))
     return EnvConfig.model_validate(data), workload
 
 

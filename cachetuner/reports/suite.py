@@ -66,9 +66,6 @@ class SuitePrices(PricesConfig):
     def label(self) -> str:
         return self.name or self.preset
 
-    def prices(self) -> PricesConfig:
-        return PricesConfig.model_validate(self.model_dump(exclude={"name"}))
-
 
 PriceEntry = str | SuitePrices
 
@@ -88,11 +85,6 @@ def _check_prices(entries: list[PriceEntry] | None) -> list[PriceEntry] | None:
 
 def price_label(p: PriceEntry) -> str:
     return p if isinstance(p, str) else p.label
-
-
-def price_config(p: PriceEntry) -> str | PricesConfig:
-    """What :func:`~cachetuner.reports.evaluate.evaluation_env` takes: a preset name or the prices."""
-    return p if isinstance(p, str) else p.prices()
 
 
 class SuiteVariant(BaseModel):
@@ -187,7 +179,7 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
     artifact = _policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
                                 seed=seed, limit=tr.limit, intervals=intervals,
-                                prices=price_config(price))
+                                prices=price)
     ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
     rep = evaluate_controllers(env_cfg, ctls, seed=seed)
     return {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json()}

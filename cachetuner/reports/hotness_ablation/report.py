@@ -43,7 +43,7 @@ def evaluate_runs(
     from cachetuner.errors import ConfigError
     from cachetuner.evaluation.compare import evaluate_controllers
     from cachetuner.reports.evaluate import evaluation_env
-    from cachetuner.reports.suite import SuiteConfig, _training_traces, price_config, price_label
+    from cachetuner.reports.suite import SuiteConfig, _training_traces, price_label
     from cachetuner.yamlconfig import load_model
 
     suite = load_model(SuiteConfig, suite_path)
@@ -64,8 +64,7 @@ def evaluate_runs(
         for price in suite.prices:
             for s in seeds:
                 env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
-                                            seed=s, limit=tr.limit, intervals=intervals or suite.intervals,
-                                            prices=price_config(price))
+                                            seed=s, limit=tr.limit, intervals=intervals or suite.intervals, prices=price)
                 t0 = time.perf_counter()
                 names = ["static-default", "best-static", *[r for r in references if r not in ("static-default", "best-static")]]
                 ref = evaluate_controllers(env_cfg, build_controllers(names, cfg.controllers, seed=s), seed=s)
