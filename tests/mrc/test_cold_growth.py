@@ -89,7 +89,9 @@ def test_on_an_episode_it_keeps_what_it_inserts_until_the_curves_are_ready() -> 
         actions={"policies": ["allkeys-lru"], "timeouts": [0]},
         reward={"miss_cost": 0.0002, "memory_cost_per_gb_hour": 5.0, "slo_penalty": 0.0, "switch_cost": 0.0},
     )
+    # cold growth alone: at these prices cold free growth would take the largest size at once
     on = ControlSettings()
+    on = on.model_copy(update={"mrc": on.mrc.model_copy(update={"cold_free_growth": None})})
     off = on.model_copy(update={"mrc": on.mrc.model_copy(update={"cold_growth": None})})
     rep = evaluate_controllers(cfg, {"on": MRCController(on), "off": MRCController(off)}, seed=0)
     grew, held = rep.results["on"].records, rep.results["off"].records
@@ -127,3 +129,29 @@ def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_the_
     assert grown[0] > base.maxmemory and grown[1] == grown[2] == grown[0]  # confirm: 3 intervals in a row
     assert grown[3] == base.maxmemory  # back to the status quo, not to the band's edge
     assert run(MRCControlSettings(cold_growth=None)) == [base.maxmemory] * 5  # off: it evicts at the size it has
+
+
+def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_the_misses() -> None:
+    """The largest size costs 0.0065 more an interval than the cache in force, 6.6 % of its misses' cost (0.098):
+    above free growth's 1 %, within cold free growth's 25 %. Until the curves are first ready the rule grows
+    there (the fill cap holds the limit near the data); once they have been ready only the 1 % applies."""
+    space = ConfigSpace(min_bytes=2 * MiB, max_bytes=16 * MiB, policies=("allkeys-lru",), timeouts=(0,))
+    scaled = Prices(memory_per_gib_hour=200.0, miss=0.002, switch=0.0, interval_s=10)
+    cur = RedisConfig(maxmemory=4 * MiB, maxmemory_policy="allkeys-lru")
+    snap = MetricsSnapshot(interval_s=10, gets=100, hits=51, misses=49, sets=49, used_memory=cur.maxmemory,
+                           maxmemory=cur.maxmemory, keys=500, evictions=49)
+    extra = float(scaled.memory_cost(space.max_bytes) - scaled.memory_cost(cur.maxmemory))
+    assert 0.01 < extra / (snap.misses * scaled.miss) < 0.25
+    rule = MRCDecider()
+    out = rule.decide_after(snap, _curves(10.0), scaled, cur, space)
+    assert rule.fill is not None and rule.fill.intended(out).maxmemory == space.max_bytes
+    assert cur.maxmemory < out.maxmemory < space.max_bytes  # capped at the bytes in use + headroom
+    ready = MRCDecider(MRCControlSettings(confirm=50))  # curves ready from the start: the rule holds
+    assert ready.decide_after(snap, _curves(10_000.0), scaled, cur, space) == cur
+    once = MRCDecider(MRCControlSettings(confirm=50))  # ready once, then young again (a shift-test restart)
+    once.decide_after(snap, _curves(10_000.0), scaled, cur, space)
+    assert once.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
+    off = MRCDecider(MRCControlSettings(cold_free_growth=None, cold_growth=None))
+    assert off.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
+    no_cap = MRCDecider(MRCControlSettings(fill_headroom=None))  # it needs the fill cap (and cold growth's start)
+    assert no_cap.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
