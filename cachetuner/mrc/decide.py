@@ -27,10 +27,13 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
 - the saving must exceed a ``hysteresis`` share of the current cost; a growth goes to the optimum
   (its refill cost is already charged), a shrink only to the edge of the band of sizes within that
   share of the optimum (drop as little warm data as the curve allows);
-- *cold growth*: until the curves are ready for the first time, a cache that is full at the chosen size
-  and pays for itself grows (``cold_growth``) under the fill cap instead of evicting, and once they are
-  ready those unproven bytes go back without the shrink gates (see the setting for why); until then
-  free growth's share is ``cold_free_growth``, a bounded bet that the data seen so far will be reused;
+- *cold growth*: in the cold phase (until the curves are ready for the first time, and for at least
+  ``confirm`` intervals: a curve one interval old holds no reuse longer than one interval), a cache that
+  is full at the chosen size and pays for itself grows (``cold_growth``) under the fill cap instead of
+  evicting, and once they are ready those unproven bytes go back without the shrink gates (see the
+  setting for why); meanwhile free growth's share is ``cold_free_growth``, a bounded bet that the data
+  seen so far will be reused, and ``cold_memory_bound`` caps the size at twice what the hits (plus the
+  same bet) pay for: at the cost optimum the hits always pay for the memory;
 - a policy switch needs a predicted hit-ratio gain of ``policy_min_gain`` at the target size: a
   smaller predicted difference is within the curves' error, and the switch itself costs a transient
   the curves cannot see (measured on a suite cell: a 2.2 pp predicted LFU gain realised 0.4 pp, and
@@ -118,7 +121,8 @@ class MRCControlSettings(BaseModel):
         "for nothing (cachetuner.mrc.fill). Only decide_after applies it (it needs the interval's metrics). null = off"
     )
     cold_growth: float | None = Field(
-        1.25, gt=1, description="until the curves are first ready (min_weight) after the controller starts, a cache that is "
+        1.25, gt=1, description="until the curves are first ready (min_weight) after the controller starts, and for at "
+        "least confirm intervals (a curve one interval old holds no reuse longer than one interval), a cache that is "
         "full at the chosen size has the chosen size raised to this factor times the bytes in use plus the fill "
         "cap's headroom for inserts, instead of evicting; the fill cap keeps "
         "the limit at the bytes in use plus headroom, so it holds only what was inserted. Why: before the curves "
@@ -141,6 +145,19 @@ class MRCControlSettings(BaseModel):
         "of the misses' cost per interval, only until the curves are ready, and the fill cap charges only the "
         "bytes actually filled. Giving the bytes back then follows the shrink gates. Needs fill_headroom. "
         "null = off"
+    )
+    cold_memory_bound: float | None = Field(
+        2.0, ge=1, description="in the cold phase (as cold_growth), once it has seen min_weight GETs, the chosen size is at "
+        "most the smallest allowed size plus the memory worth this multiple of the mean interval's hits plus "
+        "cold_free_growth's share of its misses' cost so far (never less than the bytes in use at the first interval "
+        "seen). Why: at the cost optimum the hits pay for the memory (else the smallest cache, which loses at most "
+        "those hits, would be cheaper), so a cache whose hits come nowhere near covering its memory is too large "
+        "whatever the curves will say once ready; a cache filled by writes that are seldom read (CloudPhysics with "
+        "its real sizes: 3 % of reads hit) otherwise fills the whole default size before they are. The multiple (2) "
+        "is for the hits a cache still filling has not made yet (written data read back later), the share for a loop "
+        "longer than the window so far, which hits nothing on its first pass (cold free growth's bet). The evidence "
+        "gate: a cache that has barely been read has not shown that it is worth nothing. The floor keeps what a live "
+        "cache held when the controller started. Needs fill_headroom. null = off"
     )
     change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
     policy_min_gain: float = Field(
@@ -185,6 +202,10 @@ class MRCDecider:
         self._held: tuple[int, str] | None = None  # the (size, policy) the hit tracker below measures
         self._held_hits = 0.0
         self._held_n = 0
+        self._seen = 0  # intervals decide_after has seen since the reset (the cold phase lasts at least confirm)
+        self._cold_hits = 0.0  # hits and misses summed over the cold phase (cold_memory_bound)
+        self._cold_misses = 0.0
+        self._start_used: float | None = None  # the bytes in use at the first interval seen (cold_memory_bound's floor)
         self._was_ready = False  # the curves have been ready since the last reset (cold_growth stops for good)
         self._cold_base: int | None = None  # the chosen size before cold growth, until the rule moves on its own
 
@@ -267,12 +288,36 @@ class MRCDecider:
             return self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap))
         cur = self.fill.intended(cur)  # full is judged against the size the rule chose, not the cap
         full = is_full(snap, cur.maxmemory)
-        # tracked every interval, so "stops for good" holds even if the curves were first ready while filling
-        self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight))
+        # tracked every interval, so "stops for good" holds even if the curves were first ready while filling; the
+        # first `confirm` intervals stay cold whatever the weight: a curve of one interval has no reuse longer than
+        # one interval, and the rule cannot move on evidence before a target has won `confirm` intervals anyway
+        self._seen += 1
+        if self._start_used is None:
+            self._start_used = float(snap.used_memory)
+        self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)
+                                              and self._seen >= self.settings.confirm)
         nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full)
         if nxt == cur and full:
             nxt = self._cold_growth(snap, prices, cur, space)
+        if not self._was_ready:
+            nxt = self._cold_memory_bound(snap, prices, nxt, space)
         return self.fill.apply(nxt, snap, space, prices)
+
+    def _cold_memory_bound(self, snap: MetricsSnapshot, prices: Prices, nxt: RedisConfig, space: ConfigSpace) -> RedisConfig:
+        """``nxt`` with its size capped by ``cold_memory_bound`` (see the setting), counting ``snap`` into the
+        cold phase's hits and misses. Only under ``allkeys-*`` policies (the fill cap's condition), with priced
+        memory, and once the cold phase has seen ``min_weight`` GETs."""
+        s = self.settings
+        self._cold_hits += max(float(snap.hits), 0.0)
+        self._cold_misses += max(float(snap.gets - snap.hits), 0.0)
+        per_byte = float(prices.memory_cost(1.0))
+        if (s.cold_memory_bound is None or per_byte <= 0.0 or not nxt.maxmemory_policy.startswith("allkeys-")
+                or self._cold_hits + self._cold_misses < s.min_weight):
+            return nxt
+        bet = s.cold_free_growth or 0.0
+        worth = s.cold_memory_bound * (self._cold_hits + bet * self._cold_misses) / self._seen * prices.miss
+        bound = space.clip(max(space.min_bytes + worth / per_byte, self._start_used or 0.0))
+        return nxt.evolve(maxmemory=bound) if nxt.maxmemory > bound else nxt
 
     def _cold_growth(self, snap: MetricsSnapshot, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """``cur`` grown by ``cold_growth`` (see the setting) when it applies to a cache that is full at ``cur``:

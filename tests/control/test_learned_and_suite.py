@@ -64,11 +64,13 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     assert art.env_config.mrc.anchor.fill_headroom is None  # likewise the fill cap
     assert art.env_config.mrc.anchor.cold_growth is None  # and cold growth
     assert art.env_config.mrc.anchor.cold_free_growth is None  # and cold free growth
+    assert art.env_config.mrc.anchor.cold_memory_bound is None  # and the cold memory bound
     assert art.raw_config["controllers"]["mrc"]["min_weight"] == 500  # the comparison controller: the new default
     shipped = TrainConfig.from_yaml("experiments/general.yaml")  # the recipe reproduces the shipped anchor
     assert shipped.env.mrc.anchor.min_weight == shipped.eval_env_config().mrc.anchor.min_weight == 1000
     assert shipped.env.mrc.anchor.free_shrink is None and shipped.env.mrc.anchor.fill_headroom is None
     assert shipped.env.mrc.anchor.cold_growth is None and shipped.env.mrc.anchor.cold_free_growth is None
+    assert shipped.env.mrc.anchor.cold_memory_bound is None
     # trained with a fixed curve window (the recipe pins it); runs with the growing one, the default
     assert shipped.env.mrc.half_life_growth is None and art.env_config.mrc.half_life_growth == 0.5
     follows = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1,

@@ -58,7 +58,8 @@ def test_a_cache_whose_hits_do_not_cover_its_memory_does_not_grow() -> None:
 
 
 def test_cold_growth_stops_for_good_once_the_curves_have_been_ready() -> None:
-    rule = MRCDecider(MRCControlSettings(confirm=50))  # the rule itself will not move within this test
+    # the rule itself will not move within this test; confirm=1 so that the curves' weight alone ends the cold phase
+    rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0))
     assert rule.decide_after(_full(START.maxmemory), _curves(10_000.0), PRICES, START, SPACE) == START
     # the shift test restarted the window (young curves again): the cache holds the old regime's data
     assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE) == START
@@ -126,7 +127,9 @@ def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_the_
         return sizes_run
 
     grown = run(MRCControlSettings())
-    assert grown[0] > base.maxmemory and grown[1] == grown[2] == grown[0]  # confirm: 3 intervals in a row
+    # the cold phase lasts `confirm` (3) intervals however much weight the curves have, so the cache, still full,
+    # grows once more in the second; then the same target must win 3 intervals in a row
+    assert base.maxmemory < grown[0] < grown[1] == grown[2]
     assert grown[3] == base.maxmemory  # back to the status quo, not to the band's edge
     assert run(MRCControlSettings(cold_growth=None)) == [base.maxmemory] * 5  # off: it evicts at the size it has
 
@@ -146,12 +149,66 @@ def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_
     out = rule.decide_after(snap, _curves(10.0), scaled, cur, space)
     assert rule.fill is not None and rule.fill.intended(out).maxmemory == space.max_bytes
     assert cur.maxmemory < out.maxmemory < space.max_bytes  # capped at the bytes in use + headroom
-    ready = MRCDecider(MRCControlSettings(confirm=50))  # curves ready from the start: the rule holds
+    # curves ready from the start (confirm=1: the weight alone ends the cold phase; the rule does not move)
+    ready = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0))
     assert ready.decide_after(snap, _curves(10_000.0), scaled, cur, space) == cur
-    once = MRCDecider(MRCControlSettings(confirm=50))  # ready once, then young again (a shift-test restart)
+    once = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0))  # ready once, then young again (a shift-test restart)
     once.decide_after(snap, _curves(10_000.0), scaled, cur, space)
     assert once.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
     off = MRCDecider(MRCControlSettings(cold_free_growth=None, cold_growth=None))
     assert off.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
     no_cap = MRCDecider(MRCControlSettings(fill_headroom=None))  # it needs the fill cap (and cold growth's start)
     assert no_cap.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
+
+
+def test_the_cold_phase_lasts_confirm_intervals_even_when_the_curves_are_ready_at_once() -> None:
+    """At 1,000 req/s one interval gives the curves their evidence, but a curve of one interval has no reuse
+    longer than one interval: cold growth still runs until ``confirm`` intervals have been seen."""
+    rule = MRCDecider(MRCControlSettings(hysteresis=10.0))  # the rule itself will not move within this test
+    assert rule.settings.confirm == 3
+    cur, grown = START, []
+    for _ in range(4):
+        nxt = rule.decide_after(_full(cur.maxmemory), _curves(10_000.0), PRICES, cur, SPACE)
+        assert rule.fill is not None
+        grown.append(rule.fill.intended(nxt).maxmemory > cur.maxmemory)
+        cur = rule.fill.intended(nxt)
+    assert grown == [True, True, False, False]
+
+
+def test_before_the_curves_are_ready_the_memory_held_is_what_the_hits_pay_for() -> None:
+    """A cache filled by writes and seldom read (3 % of 500 GETs hit): until the curves are ready the size the
+    rule chose is capped at the minimum plus twice what the hits and a quarter of the misses pay for, but never
+    below the bytes in use when the controller started, and only once the cold phase has seen min_weight GETs;
+    off with null, and with free memory (a budget)."""
+    prices = Prices(memory_per_gib_hour=1000.0, miss=0.002, switch=0.0, interval_s=10)
+    big = RedisConfig(maxmemory=512 * MiB, maxmemory_policy="allkeys-lru")
+
+    def snap(used: int, gets: int = 500) -> MetricsSnapshot:
+        hits = round(0.03 * gets)
+        return MetricsSnapshot(interval_s=10, gets=gets, hits=hits, misses=gets - hits, sets=2000, used_memory=used,
+                               maxmemory=big.maxmemory, keys=used // 8192, evictions=0)
+
+    worth = 2 * (15 + 0.25 * 485) * prices.miss  # $ an interval
+    bound = SPACE.min_bytes + worth / float(prices.memory_cost(1.0))
+    assert 180 * MiB < bound < 230 * MiB
+    rule = MRCDecider()
+    assert rule.settings.min_weight == 500
+    out = rule.decide_after(snap(20 * MiB), None, prices, big, SPACE)
+    assert rule.fill is not None and rule.fill.intended(out).maxmemory == int(bound)
+    assert out.maxmemory <= int(bound)
+    warm = MRCDecider()  # 300 MiB in use at the start: a quiet first interval does not cut what is there
+    out = warm.decide_after(snap(300 * MiB), None, prices, big, SPACE)
+    assert warm.fill is not None and warm.fill.intended(out).maxmemory == 300 * MiB
+    quiet = MRCDecider()  # 100 GETs, then 300: below min_weight the bound waits; at 500 GETs in all it acts
+    out = quiet.decide_after(snap(20 * MiB, gets=100), None, prices, big, SPACE)
+    assert quiet.fill is not None and quiet.fill.intended(out).maxmemory == big.maxmemory
+    out = quiet.decide_after(snap(20 * MiB, gets=400), None, prices, quiet.fill.intended(out), SPACE)
+    assert quiet.fill.intended(out).maxmemory < big.maxmemory
+    off = MRCDecider(MRCControlSettings(cold_memory_bound=None))
+    out = off.decide_after(snap(20 * MiB), None, prices, big, SPACE)
+    assert off.fill is not None and off.fill.intended(out).maxmemory == big.maxmemory
+    free = Prices(memory_per_gib_hour=0.0, miss=0.002, switch=0.0, interval_s=10)
+    unpriced = MRCDecider()
+    out = unpriced.decide_after(snap(20 * MiB), None, free, big, SPACE)
+    # free memory: free growth takes the largest size, and the bound leaves it there
+    assert unpriced.fill is not None and unpriced.fill.intended(out).maxmemory == SPACE.max_bytes
