@@ -149,8 +149,8 @@ class MRCControlSettings(BaseModel):
     cold_memory_bound: float | None = Field(
         2.0, ge=1, description="in the cold phase (as cold_growth), once it has seen min_weight GETs, the chosen size is at "
         "most the smallest allowed size plus the memory worth this multiple of the mean interval's hits plus "
-        "cold_free_growth's share of its misses' cost so far (never less than the bytes in use at the first interval "
-        "seen). Why: at the cost optimum the hits pay for the memory (else the smallest cache, which loses at most "
+        "cold_free_growth's share of its misses' cost so far (never less than the bytes in use at the first fresh "
+        "interval: a stale snapshot is not counted). Why: at the cost optimum the hits pay for the memory (else the smallest cache, which loses at most "
         "those hits, would be cheaper), so a cache whose hits come nowhere near covering its memory is too large "
         "whatever the curves will say once ready; a cache filled by writes that are seldom read (CloudPhysics with "
         "its real sizes: 3 % of reads hit) otherwise fills the whole default size before they are. The multiple (2) "
@@ -203,9 +203,10 @@ class MRCDecider:
         self._held_hits = 0.0
         self._held_n = 0
         self._seen = 0  # intervals decide_after has seen since the reset (the cold phase lasts at least confirm)
-        self._cold_hits = 0.0  # hits and misses summed over the cold phase (cold_memory_bound)
+        self._cold_hits = 0.0  # hits and misses summed over the cold phase's fresh intervals (cold_memory_bound)
         self._cold_misses = 0.0
-        self._start_used: float | None = None  # the bytes in use at the first interval seen (cold_memory_bound's floor)
+        self._cold_n = 0
+        self._start_used: float | None = None  # the bytes in use at the first fresh interval (cold_memory_bound's floor)
         self._was_ready = False  # the curves have been ready since the last reset (cold_growth stops for good)
         self._cold_base: int | None = None  # the chosen size before cold growth, until the rule moves on its own
 
@@ -292,7 +293,7 @@ class MRCDecider:
         # first `confirm` intervals stay cold whatever the weight: a curve of one interval has no reuse longer than
         # one interval, and the rule cannot move on evidence before a target has won `confirm` intervals anyway
         self._seen += 1
-        if self._start_used is None:
+        if self._start_used is None and not snap.stale:
             self._start_used = float(snap.used_memory)
         self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)
                                               and self._seen >= self.settings.confirm)
@@ -306,16 +307,20 @@ class MRCDecider:
     def _cold_memory_bound(self, snap: MetricsSnapshot, prices: Prices, nxt: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """``nxt`` with its size capped by ``cold_memory_bound`` (see the setting), counting ``snap`` into the
         cold phase's hits and misses. Only under ``allkeys-*`` policies (the fill cap's condition), with priced
-        memory, and once the cold phase has seen ``min_weight`` GETs."""
+        memory, and once the cold phase has seen ``min_weight`` GETs. A stale snapshot (live path: the last
+        known values again) is neither counted nor acted on."""
         s = self.settings
+        if snap.stale:
+            return nxt
         self._cold_hits += max(float(snap.hits), 0.0)
         self._cold_misses += max(float(snap.gets - snap.hits), 0.0)
+        self._cold_n += 1
         per_byte = float(prices.memory_cost(1.0))
         if (s.cold_memory_bound is None or per_byte <= 0.0 or not nxt.maxmemory_policy.startswith("allkeys-")
                 or self._cold_hits + self._cold_misses < s.min_weight):
             return nxt
         bet = s.cold_free_growth or 0.0
-        worth = s.cold_memory_bound * (self._cold_hits + bet * self._cold_misses) / self._seen * prices.miss
+        worth = s.cold_memory_bound * (self._cold_hits + bet * self._cold_misses) / self._cold_n * prices.miss
         bound = space.clip(max(space.min_bytes + worth / per_byte, self._start_used or 0.0))
         return nxt.evolve(maxmemory=bound) if nxt.maxmemory > bound else nxt
 

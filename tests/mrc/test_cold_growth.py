@@ -4,6 +4,8 @@ curves have been ready, and needs the fill cap."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from cachetuner.config import RedisConfig
@@ -204,6 +206,13 @@ def test_before_the_curves_are_ready_the_memory_held_is_what_the_hits_pay_for() 
     assert quiet.fill is not None and quiet.fill.intended(out).maxmemory == big.maxmemory
     out = quiet.decide_after(snap(20 * MiB, gets=400), None, prices, quiet.fill.intended(out), SPACE)
     assert quiet.fill.intended(out).maxmemory < big.maxmemory
+    # a stale snapshot (live path: Prometheus missed a scrape, the last known values) is neither counted nor acted
+    # on, and does not set the floor: the next fresh one does
+    late = MRCDecider()
+    out = late.decide_after(dataclasses.replace(snap(0), stale=True), None, prices, big, SPACE)
+    assert late.fill is not None and late.fill.intended(out).maxmemory == big.maxmemory
+    out = late.decide_after(snap(300 * MiB), None, prices, late.fill.intended(out), SPACE)
+    assert late.fill.intended(out).maxmemory == 300 * MiB
     off = MRCDecider(MRCControlSettings(cold_memory_bound=None))
     out = off.decide_after(snap(20 * MiB), None, prices, big, SPACE)
     assert off.fill is not None and off.fill.intended(out).maxmemory == big.maxmemory
