@@ -285,10 +285,13 @@ class CacheTuningEnv(gym.Env):
         self._decider.reset()
         self._obs.reset(facts.rate_reference)
         snap = MetricsSnapshot(interval_s=self.backend.interval_s, maxmemory=config.maxmemory, config=config)
-        for _ in range(self.cfg.warmup_intervals):
+        for i in range(self.cfg.warmup_intervals):
             if self.backend.exhausted:
                 break
-            snap = self._advance()
+            # the anchor decides only from the interval the first observation describes, as the mrc
+            # controller does at its first decision: warm-up intervals it sees but cannot act on would start
+            # its clock early (its cold phase, its confirm streaks), and k = 0 would no longer be mrc
+            snap = self._advance(anchor=i == self.cfg.warmup_intervals - 1)
             if self.backend.exhausted:  # keep at least one step in the episode
                 raise ConfigError(
                     f"workload {self.workload}: shorter than warmup_intervals + 1 "
@@ -330,7 +333,8 @@ class CacheTuningEnv(gym.Env):
         b = backend_facts(self.backend).bounds
         return tuple(b) if b is not None else self.cfg.bounds.resolve(None)  # type: ignore[return-value]
 
-    def _advance(self) -> MetricsSnapshot:
+    def _advance(self, anchor: bool = True) -> MetricsSnapshot:
+        """One interval of traffic: the estimators see it, and (``anchor``) the anchor rule decides from it."""
         snap = self.backend.step()
         sample = None
         if self.whatif is not None:
@@ -342,7 +346,8 @@ class CacheTuningEnv(gym.Env):
             live = sample.rate < 1.0
             self.mrc.update(sample, total_gets=snap.gets if live else None,
                             total_get_bytes=snap.byte_requests if live else None)
-            self._update_anchor(snap)
+            if anchor:
+                self._update_anchor(snap)
         return snap
 
     def _step_with(
