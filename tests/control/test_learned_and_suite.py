@@ -52,27 +52,25 @@ def test_the_shipped_default_policy_loads_and_runs() -> None:
 
 def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) -> None:
     """The env's anchor follows ``controllers.mrc`` unless ``env.mrc.anchor`` pins its own; the shipped
-    policy pins the min_weight 1000 it was trained with while the mrc controller's default is 500."""
+    policy and its recipe pin every field of the rule it was trained around (``mrc`` as of 2026-12-02), so
+    that a later change to ``mrc``'s defaults does not silently change what the policy's actions mean."""
     from cachetuner.agent.config import TrainConfig
     from cachetuner.env import CacheTuningEnv
     from cachetuner.mrc.decide import MRCControlSettings
 
-    assert MRCControlSettings().min_weight == 500
+    trained_around = {"min_weight": 500.0, "free_shrink": 1.25, "fill_headroom": 2.0, "cold_growth": 1.25,
+                      "cold_free_growth": 0.25, "cold_memory_bound": 2.0, "policy_sustained_gain": 0.01,
+                      "free_growth_amortized": True}
     art = load_policy("default")
-    assert art.env_config.mrc.anchor.min_weight == art.train_env_config.mrc.anchor.min_weight == 1000
-    assert art.env_config.mrc.anchor.free_shrink is None  # trained before the rule existed
-    assert art.env_config.mrc.anchor.fill_headroom is None  # likewise the fill cap
-    assert art.env_config.mrc.anchor.cold_growth is None  # and cold growth
-    assert art.env_config.mrc.anchor.cold_free_growth is None  # and cold free growth
-    assert art.env_config.mrc.anchor.cold_memory_bound is None  # and the cold memory bound
-    assert art.raw_config["controllers"]["mrc"]["min_weight"] == 500  # the comparison controller: the new default
+    raw_anchor = art.raw_config["env"]["mrc"]["anchor"]
+    assert set(raw_anchor) == set(MRCControlSettings.model_fields)  # pinned field by field, not by default
     shipped = TrainConfig.from_yaml("experiments/general.yaml")  # the recipe reproduces the shipped anchor
-    assert shipped.env.mrc.anchor.min_weight == shipped.eval_env_config().mrc.anchor.min_weight == 1000
-    assert shipped.env.mrc.anchor.free_shrink is None and shipped.env.mrc.anchor.fill_headroom is None
-    assert shipped.env.mrc.anchor.cold_growth is None and shipped.env.mrc.anchor.cold_free_growth is None
-    assert shipped.env.mrc.anchor.cold_memory_bound is None
-    # trained with a fixed curve window (the recipe pins it); runs with the growing one, the default
-    assert shipped.env.mrc.half_life_growth is None and art.env_config.mrc.half_life_growth == 0.5
+    for anchor in (art.env_config.mrc.anchor, art.train_env_config.mrc.anchor, shipped.env.mrc.anchor,
+                   shipped.eval_env_config().mrc.anchor):
+        assert anchor == art.env_config.mrc.anchor
+        assert {k: getattr(anchor, k) for k in trained_around} == trained_around
+    # trained and run with the growing curve window, which the recipe pins too
+    assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5
     follows = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1,
                                           "controllers": {"mrc": {"min_weight": 250, "hysteresis": 0.05}}})
     assert follows.env.mrc.anchor.min_weight == 250 and follows.env.mrc.anchor.hysteresis == 0.05
