@@ -282,6 +282,10 @@ class EnvConfig(BaseModel):
         30, ge=1, description="steps per episode; None = the whole trace from its beginning"
     )
     warmup_intervals: int = Field(5, ge=0, description="intervals simulated before the first observation")
+    rate_factor: tuple[float, float] | None = Field(
+        None, description="training-time domain randomisation (simulator only): each episode replays its trace "
+        "at a log-uniform factor in [low, high] times its request rate; None = the trace's own rate"
+    )
     slo_p95_ms: float = Field(
         1500.0, gt=0, description="p95 latency SLO (observation scale, SLO penalty); misses are ~1 s model calls"
     )
@@ -327,6 +331,8 @@ class EnvConfig(BaseModel):
                 frac = self.prices.budget_fraction
                 object.__setattr__(self, "bounds", b.model_copy(update={
                     "max_bytes": None, "max_fraction": frac, "min_fraction": min(b.min_fraction, frac / 2)}))
+        if self.rate_factor is not None and not 0 < self.rate_factor[0] <= self.rate_factor[1]:
+            raise ValueError("rate_factor must be [low, high] with 0 < low <= high")
         if self.observation.mrc_features and not self.mrc.enabled:
             raise ValueError("observation.mrc_features needs mrc.enabled")
         if self.actions.space == "mrc-offset" and not self.mrc.enabled:

@@ -144,6 +144,8 @@ class SimBackend:
         self._sims: dict[int, object] = {}
         self._rng = np.random.default_rng()
         self.workload_index = 0
+        #: the episode's request-rate factor (``cfg.rate_factor``; 1 without it)
+        self.speed = 1.0
         self.bounds = cfg.bounds.resolve(self.working_sets[0])
         self._pos = self._stop = 0
         self._t = self._t_end = 0.0
@@ -172,9 +174,16 @@ class SimBackend:
 
     @property
     def rate_reference(self) -> float:
-        """The workload's mean request rate (requests/s), the observation's rate reference."""
+        """The workload's mean request rate (requests/s) in this episode (its own times the episode's
+        ``rate_factor``), the observation's rate reference."""
         t = self.trace
-        return len(t) / t.duration if t.duration > 0 else float(len(t)) / self.interval_s
+        own = len(t) / t.duration if t.duration > 0 else float(len(t)) / self.interval_s
+        return own * self.speed
+
+    @property
+    def _span(self) -> float:
+        """Trace seconds one interval replays: ``interval_s`` times the episode's rate factor."""
+        return self.interval_s * self.speed
 
     def facts(self) -> BackendFacts:
         """The current workload's facts (:class:`~cachetuner.backend.FactsBackend`)."""
@@ -193,13 +202,25 @@ class SimBackend:
     def n_intervals(self, workload: int | None = None) -> int:
         """Whole intervals in a workload's trace (at least 1)."""
         t = self.traces[self.workload_index if workload is None else workload]
-        return max(1, int(math.ceil(t.duration / self.interval_s - 1e-9)))
+        return max(1, int(math.ceil(t.duration / self._span - 1e-9)))
 
     def episode_length(self, workload: int | None = None) -> int:
         """Steps of an episode on that workload (excluding warm-up)."""
         total = self.n_intervals(workload)
         k = self.cfg.episode_intervals
         return max(1, total - self.cfg.warmup_intervals) if k is None else max(1, min(k, total - self.cfg.warmup_intervals))
+
+    def _draw_speed(self, rng: np.random.Generator) -> float:
+        """The episode's request-rate factor: log-uniform in ``cfg.rate_factor`` (1 when unset, drawing nothing,
+        so episodes without it replay exactly as before). An interval then replays ``factor x interval_s`` trace
+        seconds: the same requests, ``factor`` times as many per interval. Trace-time quantities (TTLs, idle
+        timeouts) are not rescaled: under a factor of 10 a 600 s TTL lasts 60 s of intervals (an
+        approximation, stated in docs/env.md)."""
+        rf = self.cfg.rate_factor
+        if rf is None:
+            return 1.0
+        lo, hi = rf
+        return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
 
     def _resolve_workload(self, workload: int | str | None, rng: np.random.Generator) -> int:
         if workload is None:
@@ -227,6 +248,7 @@ class SimBackend:
             self._rng = np.random.default_rng(seed)
         rng = self._rng
         self.workload_index = self._resolve_workload(workload, rng)
+        self.speed = self._draw_speed(rng)
         trace = self.trace
         total = self.n_intervals()
         warm = self.cfg.warmup_intervals
@@ -241,8 +263,8 @@ class SimBackend:
         else:
             raise ConfigError(f"reset option start={start!r}: use 'begin', an interval index or None")
         t_first = float(trace.timestamps[0])
-        self._t = t_first + start_i * self.interval_s
-        self._t_end = self._t + need * self.interval_s
+        self._t = t_first + start_i * self._span
+        self._t_end = self._t + need * self._span
         self._pos = trace.index_at(self._t)
         self._stop = len(trace) if start_i + need >= total else trace.index_at(self._t_end)
         self.bounds = self.cfg.bounds.resolve(self.working_set)
@@ -296,7 +318,7 @@ class SimBackend:
         self._require_started()
         if self.exhausted:
             raise BackendError("SimBackend: the episode window is exhausted; call reset()")
-        self._t += self.interval_s
+        self._t += self._span
         i0 = self._pos
         i1 = self._stop if self._t >= self._t_end - 1e-9 else min(self.trace.index_at(self._t), self._stop)
         part = self.trace.slice(i0, i1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from env_testlib import small_cfg
+from env_testlib import SMALL, small_cfg
 
 from cachetuner.backend import BackendFacts, CacheBackend, SimulatedBackend, backend_facts
 from cachetuner.env import SimBackend
@@ -88,3 +88,34 @@ def test_facts_and_simulated_protocol() -> None:
     mirror = MirrorBackend(lambda: None, (1, 2), 1.0)
     assert not isinstance(mirror, SimulatedBackend) and backend_facts(mirror) == BackendFacts(bounds=(1, 2))
     assert backend_facts(object()) == BackendFacts()
+
+
+def test_rate_factor_replays_the_same_requests_faster_per_episode() -> None:
+    """``rate_factor``: each episode draws one factor (seeded); an interval then holds that many times the
+    requests, the rate reference follows, and the requests are the trace's own, in order."""
+    plain = SimBackend(small_cfg(workloads=[{"trace": "synthetic:zipf", "params": SMALL}]))
+    fast = SimBackend(small_cfg(workloads=[{"trace": "synthetic:zipf", "params": SMALL}], rate_factor=[0.2, 5.0]))
+    plain.reset(seed=0, start="begin", warmup=False)
+    base = [plain.step().gets for _ in range(3)]
+    speeds = []
+    for seed in (0, 1, 2, 0):
+        fast.reset(seed=seed, start="begin", warmup=False)
+        speeds.append(fast.speed)
+        gets = [fast.step().gets for _ in range(3)]
+        assert np.isclose(sum(gets), fast.speed * sum(base), rtol=0.15)
+        assert np.isclose(fast.rate_reference, fast.speed * plain.rate_reference)
+    assert len(set(speeds[:3])) == 3 and speeds[0] == speeds[3] and all(0.2 <= s <= 5.0 for s in speeds)
+    fast.reset(seed=0, start="begin", warmup=False)
+    fast.step()
+    assert np.array_equal(fast.recent_requests().keys, fast.trace.keys[: len(fast.recent_requests().keys)])
+    assert plain.speed == 1.0 and plain.n_intervals() != fast.n_intervals()
+
+
+def test_rate_factor_is_checked() -> None:
+    import pytest
+
+    from cachetuner.errors import ConfigError
+    from cachetuner.yamlconfig import validate
+
+    with pytest.raises(ConfigError, match="rate_factor"):
+        validate(type(small_cfg()), {"rate_factor": [2.0, 1.0]}, "x.yaml")
