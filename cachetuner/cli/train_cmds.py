@@ -1,4 +1,4 @@
-"""``cachetuner train`` and ``cachetuner evaluate``."""
+"""``cachetuner train``, ``cachetuner evaluate`` and ``cachetuner select``."""
 
 from __future__ import annotations
 
@@ -136,6 +136,49 @@ def evaluate_cmd(
         emit_json(result)
         return
     print_evaluation(result, report)
+
+
+@app.command("select")
+def select_cmd(
+    config: Annotated[Path, typer.Argument(help="the training recipe (experiments/general.yaml): its workloads and prices")],
+    model: Annotated[
+        list[str], typer.Option("--model", help="LABEL=PATH (model.zip, runs:/<id>/model or default); repeat for each policy")
+    ],
+    incumbent: Annotated[
+        str | None, typer.Option("--incumbent", help="the label of the policy in place (e.g. the shipped default): a candidate "
+                                 "replaces it only with a lower mean regret")
+    ] = None,
+    factors: Annotated[str, typer.Option("--factors", help="memory-price factors, comma-separated")] = "0.2,1,5",
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="cells as Ray tasks on local (this machine), auto, HOST:PORT or ray://HOST:PORT")
+    ] = None,
+    json_out: Annotated[bool, _JSON] = False,
+    tracking_uri: Annotated[str | None, _URI] = None,
+) -> None:
+    """The selection rule between trained policies (docs/agent.md): every policy, mrc, static-default and the
+    hindsight references on the recipe's own workloads x memory prices; eligible if costlier than
+    static-default in no more cells than mrc; the eligible one with the lowest mean regret is chosen."""
+    from cachetuner.errors import ConfigError
+    from cachetuner.reports.selection import print_selection, run_selection
+
+    models: dict[str, str] = {}
+    for m in model:
+        label, sep, path = m.partition("=")
+        if not sep or not label.strip() or not path.strip():
+            raise ConfigError(f"--model {m!r}: expected LABEL=PATH")
+        if label.strip() in models:
+            raise ConfigError(f"--model: label {label.strip()!r} given twice")
+        models[label.strip()] = path.strip()
+    try:
+        fs = tuple(float(x) for x in factors.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"--factors {factors!r}: expected numbers, comma-separated") from None
+    res = run_selection(config, models, incumbent=incumbent, factors=fs, tracking_uri=tracking_uri, console=console,
+                        ray_address=ray_address)
+    if json_out:
+        emit_json(res)
+    else:
+        print_selection(res, out)
 
 
 def _pct(x: Any) -> str:

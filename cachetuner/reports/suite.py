@@ -199,11 +199,6 @@ def run_suite(
 
     ``ray_address``: None = cells in turn in this process; ``local`` = Ray started here with
     ``num_cpus`` workers; ``auto`` / ``HOST:PORT`` / ``ray://HOST:PORT`` = a Ray cluster."""
-    import mlflow
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from cachetuner.tracking import log_figure_png, setup_tracking
-
     suite = load_model(SuiteConfig, path).resolved(full)
     if ray_address is not None:
         from cachetuner.cluster import check_address
@@ -223,49 +218,82 @@ def run_suite(
         for t in suite.traces:
             if Path(t.trace).name in trained or t.trace in trained:
                 raise ConfigError(f"{path}: trace {t.trace!r} is in the model's training workloads; a suite needs held-out traces")
+    grid = [(t, p, s) for t in suite.traces for p in suite.prices for s in suite.seeds]
+    args = [(cfg, names, None if artifact is None else str(model), tr, p, s, suite.intervals) for tr, p, s in grid]
+    params = {"controllers": ",".join(names), "prices": ",".join(map(price_label, suite.prices)),
+              "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces)}
+    return track_cells(
+        suite_cell, args, name=f"suite-{suite.name}{'-full' if full else ''}", experiment="cachetuner-suite", kind="suite",
+        params=params, tracking_uri=tracking_uri, console=console, ray_address=ray_address, num_cpus=num_cpus,
+        describe=lambda a: f"{a[3].label} / {price_label(a[4])} / seed {a[5]}",
+        tags={"suite": suite.name, "model": str(model or "")}, extra={"suite": suite.name, "full": full, "model": model},
+    )
+
+
+def track_cells(
+    fn: Any,
+    args: list[tuple[Any, ...]],
+    *,
+    name: str,
+    experiment: str,
+    kind: str,
+    params: dict[str, str],
+    tracking_uri: str | None,
+    console: Console | None,
+    ray_address: str | None,
+    describe: Any,
+    num_cpus: int | None = None,
+    tags: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``fn(*a)`` for every ``a`` (in turn, or as Ray tasks), each a cell dict (``trace``, ``prices``, ``seed``,
+    ``tuners``), under one MLflow parent run with a child per cell, the summary's means as metrics, the whole
+    result as JSON and the summary plot. Returns ``{**extra, "cells", "summary", "mlflow_run_id"}``. Shared by
+    the evaluation suite and the selection set (:mod:`cachetuner.reports.selection`)."""
+    import mlflow
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cachetuner.tracking import log_figure_png, setup_tracking
+
     console = console or Console(stderr=True)
     cells: list[dict[str, Any]] = []
-    setup_tracking(tracking_uri, experiment="cachetuner-suite")
-    grid = [(t, p, s) for t in suite.traces for p in suite.prices for s in suite.seeds]
-    with mlflow.start_run(run_name=f"suite-{suite.name}{'-full' if full else ''}") as parent, Progress(
+    setup_tracking(tracking_uri, experiment=experiment)
+    with mlflow.start_run(run_name=name) as parent, Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as prog:
-        mlflow.set_tags({"kind": "suite", "suite": suite.name, "model": str(model or "")})
-        mlflow.log_params({"controllers": ",".join(names), "prices": ",".join(map(price_label, suite.prices)),
-                           "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces)})
+        mlflow.set_tags({"kind": kind, **(tags or {})})
+        mlflow.log_params(params)
         mlflow.set_tag("ray_address", ray_address or "none (serial)")
-        task = prog.add_task("suite", total=len(grid))
-        args = [(cfg, names, None if artifact is None else str(model), tr, p, s, suite.intervals) for tr, p, s in grid]
+        task = prog.add_task(kind, total=len(args))
 
         def record(_i: int, cell: dict[str, Any]) -> None:
             with mlflow.start_run(run_name=f"{cell['trace']}-{cell['prices']}-s{cell['seed']}", nested=True):
-                mlflow.set_tags({"kind": "suite-cell", "trace": cell["trace"], "prices": cell["prices"]})
+                mlflow.set_tags({"kind": f"{kind}-cell", "trace": cell["trace"], "prices": cell["prices"]})
                 mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in cell["tuners"].items() for k, v in s.items()
                                     if isinstance(v, int | float) and not isinstance(v, bool)})
             prog.advance(task)
 
         if ray_address is None:
             for i, a in enumerate(args):
-                prog.update(task, description=f"{a[3].label} / {price_label(a[4])} / seed {a[5]}")
-                cells.append(suite_cell(*a))
+                prog.update(task, description=describe(a))
+                cells.append(fn(*a))
                 record(i, cells[-1])
         else:
             from cachetuner.cluster import map_tasks
 
-            prog.update(task, description=f"suite cells on Ray ({ray_address})")
-            cells, _nodes = map_tasks(suite_cell, args, address=ray_address, num_cpus=num_cpus, on_done=record)
+            prog.update(task, description=f"{kind} cells on Ray ({ray_address})")
+            cells, _nodes = map_tasks(fn, args, address=ray_address, num_cpus=num_cpus, on_done=record)
         summary = summarise_cells(cells)
-        result = {"suite": suite.name, "full": full, "model": model, "cells": cells, "summary": summary,
-                  "mlflow_run_id": parent.info.run_id}
+        result = {**(extra or {}), "cells": cells, "summary": summary, "mlflow_run_id": parent.info.run_id}
         for k, v in summary.items():
             for m in ("savings_vs_default", "regret"):
                 if v[m]["mean"] is not None:
                     mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
         with tempfile.TemporaryDirectory() as d:
-            p = Path(d) / "suite.json"
+            p = Path(d) / f"{kind}.json"
             p.write_text(json.dumps(result, default=str))
-            mlflow.log_artifact(str(p), artifact_path="suite")
-        log_figure_png(suite_figure(cells), "suite_regret")
+            mlflow.log_artifact(str(p), artifact_path=kind)
+        log_figure_png(suite_figure(cells), f"{kind}_regret")
     return result
 
 

@@ -1,0 +1,153 @@
+"""``cachetuner select``: the selection set and the rule that chooses which trained policy ships.
+
+Why a command: the rule (docs/agent.md, *Selection rule*) decided which of several training seeds became
+the shipped policy, so reproducing the recipe means reproducing that choice too. Validation during training
+picks each seed's checkpoint, but on three workloads it is too noisy to rank seeds (it ranked first a policy
+that was the dearest of its peers on everything else), so between seeds the *selection set* decides:
+
+- the recipe's own training and validation workloads, whole, from a cold start, each at the recipe's prices
+  with the memory price times each factor (x0.2 / x1 / x5 by default: the training randomisation's range);
+- in every cell `mrc`, static-default and the hindsight references (`best-static`, `dp-hindsight`) on the
+  recipe's env, and each policy on the env of its *own* training config (its observation and anchor), the
+  same workload and prices;
+- a policy is eligible if it is costlier than static-default in no more cells than `mrc`; the eligible one
+  with the lowest mean regret is chosen, and replaces the incumbent (``--incumbent``, e.g. the shipped
+  ``default``) only if its mean regret is lower.
+
+The selection set is *not* held out: it is what the policies trained on, so it says nothing about
+generalisation (the evaluation suites measure that, after the choice). The cells, summary and MLflow
+logging are the evaluation suite's (:mod:`cachetuner.reports.suite`), so the tables and the plot read alike.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from cachetuner.agent.config import TrainConfig
+from cachetuner.env.config import EnvConfig, WorkloadSpec
+from cachetuner.errors import ConfigError
+
+#: the memory-price factors of the selection set (the shipped recipe's randomize_memory range and its middle)
+DEFAULT_FACTORS = (0.2, 1.0, 5.0)
+#: the references every cell runs on the recipe's env
+BASELINE = ("mrc", "static-default", "best-static", "dp-hindsight")
+
+
+def selection_grid(cfg: TrainConfig, factors: tuple[float, ...]) -> list[tuple[str, int, float]]:
+    """``(train|eval, workload index, memory factor)`` for every cell of the recipe's selection set."""
+    envs = (("train", cfg.env), ("eval", cfg.eval_env_config()))
+    return [(which, i, f) for which, env in envs for i in range(len(env.workloads)) for f in factors]
+
+
+def cell_env(env: EnvConfig, workload: WorkloadSpec, prices: Any, factor: float) -> EnvConfig:
+    """``env`` on one workload, whole, without per-episode randomisation, at ``prices`` with the memory price
+    times ``factor``."""
+    mem, _ = prices.resolve()
+    p = prices.model_copy(update={"memory_per_gib_hour": mem * factor, "randomize_memory": None})
+    data = env.model_dump()
+    data.update(workloads=[workload.model_dump()], episode_intervals=None, rate_factor=None, prices=p.model_dump())
+    return EnvConfig.model_validate(data)
+
+
+@functools.lru_cache(maxsize=8)
+def _policy(path: str) -> Any:
+    from cachetuner.control.learned import load_policy
+
+    return load_policy(path)
+
+
+def selection_cell(recipe: str, which: str, index: int, factor: float, models: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """One cell: the references on the recipe's env, each policy on its own training env (a pure function of
+    its arguments, so it can run as a Ray task)."""
+    from cachetuner.control import build_controllers
+    from cachetuner.evaluation.compare import EvalReport, add_relative_figures, evaluate_controllers
+
+    cfg = TrainConfig.from_yaml(recipe)
+    env = cfg.env if which == "train" else cfg.eval_env_config()
+    if env.prices is None:
+        raise ConfigError(f"{recipe}: the selection set needs env.prices (the memory price it multiplies)")
+    wl = env.workloads[index]
+    base = cell_env(env, wl, env.prices, factor)
+    rep = evaluate_controllers(base, build_controllers(list(BASELINE), cfg.controllers, seed=0), seed=0)
+    results = dict(rep.results)
+    for label, path in models:
+        art = _policy(path)
+        own = cell_env(art.env_config, wl, env.prices, factor)
+        ctl = build_controllers(["ppo"], cfg.controllers, seed=0, model=art)["ppo"]
+        results[label] = evaluate_controllers(own, {label: ctl}, seed=0).results[label]
+    best = add_relative_figures(results)
+    out = EvalReport(rep.workload, results, base, best, rep.currency).to_json()
+    return {"trace": f"{which}-{wl.label}", "prices": f"memory x{factor:g}", "seed": 0, **out}
+
+
+def apply_rule(summary: dict[str, Any], labels: list[str], incumbent: str | None) -> dict[str, Any]:
+    """The selection rule on a selection-set summary (see the module doc)."""
+    bar = summary["mrc"]["costlier_than_default"]
+    candidates = [m for m in labels if m != incumbent]
+    eligible = [m for m in candidates if summary[m]["costlier_than_default"] <= bar]
+    best = min(eligible, key=lambda m: summary[m]["regret"]["mean"], default=None)
+    ships = best is not None and (incumbent is None or summary[best]["regret"]["mean"] < summary[incumbent]["regret"]["mean"])
+    return {"costlier_bar": bar, "eligible": eligible, "best_eligible": best, "incumbent": incumbent,
+            "choice": best if ships else incumbent}
+
+
+def run_selection(
+    recipe: Path,
+    models: dict[str, str],
+    *,
+    incumbent: str | None = None,
+    factors: tuple[float, ...] = DEFAULT_FACTORS,
+    tracking_uri: str | None = None,
+    console: Console | None = None,
+    ray_address: str | None = None,
+) -> dict[str, Any]:
+    """The selection set of ``recipe`` for ``models`` (label -> path, ``default`` or MLflow URI), the summary,
+    and the rule's choice; logged like an evaluation suite (experiment ``cachetuner-selection``)."""
+    from cachetuner.reports.suite import track_cells
+
+    if not models:
+        raise ConfigError("select: give at least one policy (--model LABEL=PATH)")
+    if incumbent is not None and incumbent not in models:
+        raise ConfigError(f"--incumbent {incumbent!r}: not one of the --model labels ({', '.join(models)})")
+    clash = sorted(set(models) & set(BASELINE))
+    if clash:
+        raise ConfigError(f"--model labels must differ from the references' names: {', '.join(clash)}")
+    if not factors or any(f <= 0 for f in factors):
+        raise ConfigError(f"--factors: positive memory-price factors, got {list(factors)}")
+    if ray_address is not None:
+        from cachetuner.cluster import check_address
+
+        check_address(ray_address)
+    cfg = TrainConfig.from_yaml(recipe)
+    resolved = tuple((k, str(Path(v).resolve()) if Path(v).is_file() else v) for k, v in models.items())
+    for _label, path in resolved:
+        _policy(path)  # a missing or broken model fails here, in one line, before any cell runs
+    grid = selection_grid(cfg, tuple(factors))
+    args = [(str(recipe.resolve()), which, i, f, resolved) for which, i, f in grid]
+    params = {"recipe": str(recipe), "models": ",".join(f"{k}={v}" for k, v in resolved),
+              "factors": ",".join(f"{f:g}" for f in factors)}
+    result = track_cells(
+        selection_cell, args, name=f"selection-{cfg.experiment}", experiment="cachetuner-selection",
+        kind="selection", params=params, tracking_uri=tracking_uri, console=console, ray_address=ray_address,
+        describe=lambda a: f"{a[1]}-{a[2]} / memory x{a[3]:g}",
+    )
+    result["rule"] = apply_rule(result["summary"], list(models), incumbent)
+    return result
+
+
+def print_selection(res: dict[str, Any], out: Console) -> None:
+    from cachetuner.reports.suite import print_suite
+
+    print_suite({**res, "suite": "selection set", "full": False}, out)
+    r = res["rule"]
+    out.print(f"eligible (costlier than static-default in at most {r['costlier_bar']} cells, as mrc): "
+              f"{', '.join(r['eligible']) or 'none'}; lowest mean regret among them: {r['best_eligible'] or 'none'}; "
+              f"choice: {r['choice'] or 'none'}" + (f" (incumbent {r['incumbent']})" if r["incumbent"] else ""))
+
+
+__all__ = ["BASELINE", "DEFAULT_FACTORS", "apply_rule", "cell_env", "print_selection", "run_selection",
+           "selection_cell", "selection_grid"]

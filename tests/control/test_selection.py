@@ -1,0 +1,85 @@
+"""``cachetuner select``: the selection set of a recipe (its own workloads x memory prices) and the rule that
+chooses between trained policies (docs/agent.md, *Selection rule*)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cachetuner.errors import ConfigError
+from cachetuner.reports.selection import apply_rule, run_selection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _recipe(tmp_path: Path) -> Path:
+    """experiments/general.yaml with one tiny synthetic workload for training and one for validation."""
+    raw = yaml.safe_load((ROOT / "experiments/general.yaml").read_text())
+    tiny = {"trace": "synthetic:zipf", "name": "zipf-tiny", "rate": 200, "seed": 3, "params": {"n_requests": 16000, "n_keys": 2000}}
+    raw["env"]["workloads"] = [tiny]
+    raw["eval"]["env"]["workloads"] = [{**tiny, "name": "zipf-tiny-val", "seed": 4}]
+    p = tmp_path / "recipe.yaml"
+    p.write_text(yaml.safe_dump(raw))
+    return p
+
+
+def test_selection_set_end_to_end(tmp_path: Path, mlflow_store) -> None:
+    """Two policies (here the shipped one twice) against the references on 2 workloads x 1 memory price: every
+    cell has hindsight at 0 regret, identical policies score identically, a tie does not replace the
+    incumbent, and the run is logged like a suite (a parent and a child per cell)."""
+    uri = mlflow_store(tmp_path)
+    res = run_selection(_recipe(tmp_path), {"shipped": "default", "again": "default"}, incumbent="shipped",
+                        factors=(1.0,), tracking_uri=uri)
+    assert [c["trace"] for c in res["cells"]] == ["train-zipf-tiny", "eval-zipf-tiny-val"]
+    for c in res["cells"]:
+        t = c["tuners"]
+        assert set(t) == {"mrc", "static-default", "best-static", "dp-hindsight", "shipped", "again"}
+        assert min(t["best-static"]["regret"], t["dp-hindsight"]["regret"]) == pytest.approx(0.0)
+        assert t["shipped"]["cost"] == t["again"]["cost"] and not t["shipped"]["hindsight"]
+        assert c["prices"] == "memory x1" and c["currency"] == "USD"
+    rule = res["rule"]
+    assert rule["costlier_bar"] == res["summary"]["mrc"]["costlier_than_default"]
+    assert rule["incumbent"] == "shipped" and rule["choice"] == "shipped"  # equal mean: the incumbent stays
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    runs = mlflow.search_runs(search_all_experiments=True)
+    assert len(runs) == 3 and "selection" in set(runs["tags.kind"])
+
+
+def test_the_rule_prefers_the_cheapest_eligible_policy() -> None:
+    def row(mean: float, costlier: int) -> dict:
+        return {"regret": {"mean": mean}, "costlier_than_default": costlier}
+
+    summary = {"mrc": row(0.035, 2), "a": row(0.020, 3), "b": row(0.028, 1), "c": row(0.030, 2), "old": row(0.029, 1)}
+    r = apply_rule(summary, ["a", "b", "c", "old"], "old")
+    assert r["eligible"] == ["b", "c"] and r["best_eligible"] == "b" and r["choice"] == "b"
+    assert apply_rule(summary, ["a", "c", "old"], "old")["choice"] == "old"  # c is eligible but dearer than old
+    assert apply_rule(summary, ["a"], None)["choice"] is None  # nothing eligible
+
+
+@pytest.mark.parametrize(("models", "incumbent", "match"), [
+    ({}, None, "at least one"),
+    ({"a": "default"}, "b", "--incumbent"),
+    ({"mrc": "default"}, None, "references"),
+])
+def test_bad_selection_arguments_are_refused(tmp_path: Path, models: dict, incumbent: str | None, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        run_selection(ROOT / "experiments/general.yaml", models, incumbent=incumbent, tracking_uri=f"sqlite:///{tmp_path}/m.db")
+
+
+def test_select_cli_refuses_malformed_options_in_one_line() -> None:
+    from typer.testing import CliRunner
+
+    from cachetuner.cli.main import _load_commands, app
+    from cachetuner.errors import CacheTunerError
+
+    _load_commands()
+    recipe = str(ROOT / "experiments/general.yaml")
+    for args, match in ((["--model", "nolabel"], "LABEL=PATH"), (["--model", "a=default", "--model", "a=default"], "twice"),
+                        (["--model", "a=default", "--factors", "x"], "--factors")):
+        result = CliRunner().invoke(app, ["select", recipe, *args])
+        assert isinstance(result.exception, CacheTunerError), (result.exception, result.output)
+        assert match in str(result.exception) and "\n" not in str(result.exception)
