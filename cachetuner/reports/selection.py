@@ -142,7 +142,7 @@ def run_selection(
 def print_selection(res: dict[str, Any], out: Console) -> None:
     from cachetuner.reports.suite import print_suite
 
-    print_suite({**res, "suite": "selection set", "full": False}, out)
+    print_suite(res, out, title="selection set", experiment="cachetuner-selection")
     r = res["rule"]
     out.print(f"eligible (costlier than static-default in at most {r['costlier_bar']} cells, as mrc): "
               f"{', '.join(r['eligible']) or 'none'}; lowest mean regret among them: {r['best_eligible'] or 'none'}; "

@@ -325,10 +325,11 @@ def suite_figure(cells: list[dict[str, Any]]) -> Any:
     return fig
 
 
-def print_suite(res: dict[str, Any], out: Console) -> None:
+def print_suite(res: dict[str, Any], out: Console, *, title: str | None = None, experiment: str = "cachetuner-suite") -> None:
     from rich.table import Table
 
-    table = Table(title=f"suite {res['suite']}{' (full)' if res['full'] else ''}: {len(res['cells'])} cells")
+    title = title or f"suite {res['suite']}{' (full)' if res['full'] else ''}"
+    table = Table(title=f"{title}: {len(res['cells'])} cells")
     for col in ("controller", "savings vs default", "95% CI", "regret", "95% CI", "max regret", "costlier than default",
                 "hit ratio", "mean maxmemory"):
         table.add_column(col, justify="left" if col == "controller" else "right", no_wrap=True)
@@ -345,4 +346,4 @@ def print_suite(res: dict[str, Any], out: Console) -> None:
                       pct(s["regret"]["max"]), f"{s['costlier_than_default']}/{s['cells']}", f"{s['hit_ratio']:.3f}",
                       f"{s['mean_maxmemory_bytes'] / 2**20:.1f} MiB")
     out.print(table)
-    out.print(f"MLflow run {res['mlflow_run_id']} (experiment cachetuner-suite)")
+    out.print(f"MLflow run {res['mlflow_run_id']} (experiment {experiment})")
