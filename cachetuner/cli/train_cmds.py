@@ -148,7 +148,10 @@ def select_cmd(
         str | None, typer.Option("--incumbent", help="the label of the policy in place (e.g. the shipped default): a candidate "
                                  "replaces it only with a lower mean regret")
     ] = None,
-    factors: Annotated[str, typer.Option("--factors", help="memory-price factors, comma-separated")] = "0.2,1,5",
+    factors: Annotated[str, typer.Option("--factors", help="memory-price factors, comma-separated ('' for none)")] = "0.2,1,5",
+    budgets: Annotated[
+        str, typer.Option("--budgets", help="also under memory budgets: shares of the working set, comma-separated (0.05,0.2)")
+    ] = "",
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help="cells as Ray tasks on local (this machine), auto, HOST:PORT or ray://HOST:PORT")
     ] = None,
@@ -169,11 +172,14 @@ def select_cmd(
         if label.strip() in models:
             raise ConfigError(f"--model: label {label.strip()!r} given twice")
         models[label.strip()] = path.strip()
-    try:
-        fs = tuple(float(x) for x in factors.split(",") if x.strip())
-    except ValueError:
-        raise ConfigError(f"--factors {factors!r}: expected numbers, comma-separated") from None
-    res = run_selection(config, models, incumbent=incumbent, factors=fs, tracking_uri=tracking_uri, console=console,
+    def numbers(opt: str, text: str) -> tuple[float, ...]:
+        try:
+            return tuple(float(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise ConfigError(f"{opt} {text!r}: expected numbers, comma-separated") from None
+
+    res = run_selection(config, models, incumbent=incumbent, factors=numbers("--factors", factors),
+                        budgets=numbers("--budgets", budgets), tracking_uri=tracking_uri, console=console,
                         ray_address=ray_address)
     if json_out:
         emit_json(res)

@@ -6,7 +6,9 @@ picks each seed's checkpoint, but on three workloads it is too noisy to rank see
 that was the dearest of its peers on everything else), so between seeds the *selection set* decides:
 
 - the recipe's own training and validation workloads, whole, from a cold start, each at the recipe's prices
-  with the memory price times each factor (x0.2 / x1 / x5 by default: the training randomisation's range);
+  with the memory price times each factor (x0.2 / x1 / x5 by default: the training randomisation's range),
+  and optionally under memory budgets (``budgets``: shares of each workload's working set, the ``budget``
+  regime at the recipe's miss price), where the policy is the lever;
 - in every cell `mrc`, static-default and the hindsight references (`best-static`, `dp-hindsight`) on the
   recipe's env, and each policy on the env of its *own* training config (its observation and anchor), the
   same workload and prices;
@@ -37,17 +39,35 @@ DEFAULT_FACTORS = (0.2, 1.0, 5.0)
 BASELINE = ("mrc", "static-default", "best-static", "dp-hindsight")
 
 
-def selection_grid(cfg: TrainConfig, factors: tuple[float, ...]) -> list[tuple[str, int, float]]:
-    """``(train|eval, workload index, memory factor)`` for every cell of the recipe's selection set."""
+#: a cell's price regime: ("memory", factor) or ("budget", share of the working set)
+Regime = tuple[str, float]
+
+
+def regimes(factors: tuple[float, ...], budgets: tuple[float, ...] = ()) -> list[Regime]:
+    return [("memory", f) for f in factors] + [("budget", b) for b in budgets]
+
+
+def regime_label(regime: Regime) -> str:
+    kind, v = regime
+    return f"memory x{v:g}" if kind == "memory" else f"budget {v:.0%}"
+
+
+def selection_grid(cfg: TrainConfig, regs: list[Regime]) -> list[tuple[str, int, Regime]]:
+    """``(train|eval, workload index, regime)`` for every cell of the recipe's selection set."""
     envs = (("train", cfg.env), ("eval", cfg.eval_env_config()))
-    return [(which, i, f) for which, env in envs for i in range(len(env.workloads)) for f in factors]
+    return [(which, i, r) for which, env in envs for i in range(len(env.workloads)) for r in regs]
 
 
-def cell_env(env: EnvConfig, workload: WorkloadSpec, prices: Any, factor: float) -> EnvConfig:
+def cell_env(env: EnvConfig, workload: WorkloadSpec, prices: Any, regime: Regime) -> EnvConfig:
     """``env`` on one workload, whole, without per-episode randomisation, at ``prices`` with the memory price
-    times ``factor``."""
-    mem, _ = prices.resolve()
-    p = prices.model_copy(update={"memory_per_gib_hour": mem * factor, "randomize_memory": None})
+    times the regime's factor, or under its budget (memory free up to that share of the working set)."""
+    kind, v = regime
+    if kind == "memory":
+        mem, _ = prices.resolve()
+        p = prices.model_copy(update={"memory_per_gib_hour": mem * v, "randomize_memory": None})
+    else:
+        p = prices.model_copy(update={"preset": "budget", "budget_fraction": v, "budget_bytes": None,
+                                      "memory_per_gib_hour": None, "randomize_memory": None})
     data = env.model_dump()
     data.update(workloads=[workload.model_dump()], episode_intervals=None, rate_factor=None, prices=p.model_dump())
     return EnvConfig.model_validate(data)
@@ -60,7 +80,7 @@ def _policy(path: str) -> Any:
     return load_policy(path)
 
 
-def selection_cell(recipe: str, which: str, index: int, factor: float, models: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+def selection_cell(recipe: str, which: str, index: int, regime: Regime, models: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     """One cell: the references on the recipe's env, each policy on its own training env (a pure function of
     its arguments, so it can run as a Ray task)."""
     from cachetuner.control import build_controllers
@@ -71,17 +91,17 @@ def selection_cell(recipe: str, which: str, index: int, factor: float, models: t
     if env.prices is None:
         raise ConfigError(f"{recipe}: the selection set needs env.prices (the memory price it multiplies)")
     wl = env.workloads[index]
-    base = cell_env(env, wl, env.prices, factor)
+    base = cell_env(env, wl, env.prices, regime)
     rep = evaluate_controllers(base, build_controllers(list(BASELINE), cfg.controllers, seed=0), seed=0)
     results = dict(rep.results)
     for label, path in models:
         art = _policy(path)
-        own = cell_env(art.env_config, wl, env.prices, factor)
+        own = cell_env(art.env_config, wl, env.prices, regime)
         ctl = build_controllers(["ppo"], cfg.controllers, seed=0, model=art)["ppo"]
         results[label] = evaluate_controllers(own, {label: ctl}, seed=0).results[label]
     best = add_relative_figures(results)
     out = EvalReport(rep.workload, results, base, best, rep.currency).to_json()
-    return {"trace": f"{which}-{wl.label}", "prices": f"memory x{factor:g}", "seed": 0, **out}
+    return {"trace": f"{which}-{wl.label}", "prices": regime_label(regime), "seed": 0, **out}
 
 
 def apply_rule(summary: dict[str, Any], labels: list[str], incumbent: str | None) -> dict[str, Any]:
@@ -101,6 +121,7 @@ def run_selection(
     *,
     incumbent: str | None = None,
     factors: tuple[float, ...] = DEFAULT_FACTORS,
+    budgets: tuple[float, ...] = (),
     tracking_uri: str | None = None,
     console: Console | None = None,
     ray_address: str | None = None,
@@ -116,8 +137,13 @@ def run_selection(
     clash = sorted(set(models) & set(BASELINE))
     if clash:
         raise ConfigError(f"--model labels must differ from the references' names: {', '.join(clash)}")
-    if not factors or any(f <= 0 for f in factors):
+    if any(f <= 0 for f in factors):
         raise ConfigError(f"--factors: positive memory-price factors, got {list(factors)}")
+    if any(not 0 < b <= 1 for b in budgets):
+        raise ConfigError(f"--budgets: shares of the working set in (0, 1], got {list(budgets)}")
+    regs = regimes(tuple(factors), tuple(budgets))
+    if not regs:
+        raise ConfigError("select: no price regime (give --factors, --budgets or both)")
     if ray_address is not None:
         from cachetuner.cluster import check_address
 
@@ -126,14 +152,13 @@ def run_selection(
     resolved = tuple((k, str(Path(v).resolve()) if Path(v).is_file() else v) for k, v in models.items())
     for _label, path in resolved:
         _policy(path)  # a missing or broken model fails here, in one line, before any cell runs
-    grid = selection_grid(cfg, tuple(factors))
-    args = [(str(recipe.resolve()), which, i, f, resolved) for which, i, f in grid]
+    args = [(str(recipe.resolve()), which, i, r, resolved) for which, i, r in selection_grid(cfg, regs)]
     params = {"recipe": str(recipe), "models": ",".join(f"{k}={v}" for k, v in resolved),
-              "factors": ",".join(f"{f:g}" for f in factors)}
+              "regimes": ",".join(map(regime_label, regs))}
     result = track_cells(
         selection_cell, args, name=f"selection-{cfg.experiment}", experiment="cachetuner-selection",
         kind="selection", params=params, tracking_uri=tracking_uri, console=console, ray_address=ray_address,
-        describe=lambda a: f"{a[1]}-{a[2]} / memory x{a[3]:g}",
+        describe=lambda a: f"{a[1]}-{a[2]} / {regime_label(a[3])}",
     )
     result["rule"] = apply_rule(result["summary"], list(models), incumbent)
     return result
@@ -149,5 +174,5 @@ def print_selection(res: dict[str, Any], out: Console) -> None:
               f"choice: {r['choice'] or 'none'}" + (f" (incumbent {r['incumbent']})" if r["incumbent"] else ""))
 
 
-__all__ = ["BASELINE", "DEFAULT_FACTORS", "apply_rule", "cell_env", "print_selection", "run_selection",
-           "selection_cell", "selection_grid"]
+__all__ = ["BASELINE", "DEFAULT_FACTORS", "apply_rule", "cell_env", "print_selection", "regime_label", "regimes",
+           "run_selection", "selection_cell", "selection_grid"]

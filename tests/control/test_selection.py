@@ -31,14 +31,19 @@ def test_selection_set_end_to_end(tmp_path: Path, mlflow_store) -> None:
     incumbent, and the run is logged like a suite (a parent and a child per cell)."""
     uri = mlflow_store(tmp_path)
     res = run_selection(_recipe(tmp_path), {"shipped": "default", "again": "default"}, incumbent="shipped",
-                        factors=(1.0,), tracking_uri=uri)
-    assert [c["trace"] for c in res["cells"]] == ["train-zipf-tiny", "eval-zipf-tiny-val"]
+                        factors=(1.0,), budgets=(0.2,), tracking_uri=uri)
+    assert [(c["trace"], c["prices"]) for c in res["cells"]] == [
+        ("train-zipf-tiny", "memory x1"), ("train-zipf-tiny", "budget 20%"),
+        ("eval-zipf-tiny-val", "memory x1"), ("eval-zipf-tiny-val", "budget 20%")]
+    by = {(c["trace"], c["prices"]): c["tuners"] for c in res["cells"]}
+    for w in ("train-zipf-tiny", "eval-zipf-tiny-val"):  # memory is free under the budget and capped by it
+        assert by[(w, "budget 20%")]["static-default"]["mean_maxmemory_bytes"] < by[(w, "memory x1")]["static-default"]["mean_maxmemory_bytes"]
     for c in res["cells"]:
         t = c["tuners"]
         assert set(t) == {"mrc", "static-default", "best-static", "dp-hindsight", "shipped", "again"}
         assert min(t["best-static"]["regret"], t["dp-hindsight"]["regret"]) == pytest.approx(0.0)
         assert t["shipped"]["cost"] == t["again"]["cost"] and not t["shipped"]["hindsight"]
-        assert c["prices"] == "memory x1" and c["currency"] == "USD"
+        assert c["currency"] == "USD"
     rule = res["rule"]
     assert rule["costlier_bar"] == res["summary"]["mrc"]["costlier_than_default"]
     assert rule["incumbent"] == "shipped" and rule["choice"] == "shipped"  # equal mean: the incumbent stays
@@ -46,7 +51,7 @@ def test_selection_set_end_to_end(tmp_path: Path, mlflow_store) -> None:
 
     mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(search_all_experiments=True)
-    assert len(runs) == 3 and "selection" in set(runs["tags.kind"])
+    assert len(runs) == 5 and "selection" in set(runs["tags.kind"])
 
 
 def test_the_rule_prefers_the_cheapest_eligible_policy() -> None:
@@ -64,10 +69,14 @@ def test_the_rule_prefers_the_cheapest_eligible_policy() -> None:
     ({}, None, "at least one"),
     ({"a": "default"}, "b", "--incumbent"),
     ({"mrc": "default"}, None, "references"),
+    ({"a": "default"}, None, "no price regime"),
+    ({"a": "default"}, None, "--budgets"),
 ])
 def test_bad_selection_arguments_are_refused(tmp_path: Path, models: dict, incumbent: str | None, match: str) -> None:
+    regimes = {"no price regime": {"factors": ()}, "--budgets": {"budgets": (1.5,)}}.get(match, {})
     with pytest.raises(ConfigError, match=match):
-        run_selection(ROOT / "experiments/general.yaml", models, incumbent=incumbent, tracking_uri=f"sqlite:///{tmp_path}/m.db")
+        run_selection(ROOT / "experiments/general.yaml", models, incumbent=incumbent, tracking_uri=f"sqlite:///{tmp_path}/m.db",
+                      **regimes)
 
 
 def test_select_cli_refuses_malformed_options_in_one_line() -> None:
