@@ -304,7 +304,14 @@ class CacheTuningEnv(gym.Env):
         return self._observe(snap, config), self._info(snap, cost, config)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        return self._step_with(self.decode_action(action), self.decode_client_ttl(action))
+        cfg = self.decode_action(action)
+        anchor = self._anchor
+        obs, reward, terminated, truncated, info = self._step_with(cfg, self.decode_client_ttl(action))
+        penalty = self.cfg.reward.anchor_deviation
+        if penalty and anchor is not None and (cfg.maxmemory, cfg.maxmemory_policy) != (anchor.maxmemory, anchor.maxmemory_policy):
+            reward -= penalty  # reward.anchor_deviation: the action left the anchor's config
+            info["anchor_deviation"] = True
+        return obs, reward, terminated, truncated, info
 
     def step_config(
         self, config: RedisConfig, client_ttl: ClientTTL | None = None

@@ -229,6 +229,11 @@ class RewardConfig(BaseModel):
         0.0, ge=0, description="cost units per stale hit (a hit written before its source's last update); 0 = off"
     )
     normalise: bool = Field(True, description="divide by miss_cost * gets of the interval (scale-free reward)")
+    anchor_deviation: float = Field(
+        0.0, ge=0, description="training only (actions, not step_config): subtracted from the reward, after "
+        "normalising and clipping, for each interval whose action runs another config than the anchor's (mrc-offset). "
+        "A prior towards the classical rule: the policy leaves it only where it expects to gain more than this"
+    )
     clip: float = Field(10.0, gt=0, description="reward is clipped to [-clip, clip]")
     w_hit: float = Field(0.6, description="seed reward: weight of the hit-ratio change")
     w_latency: float = Field(0.3, description="seed reward: weight of log(p95 before / p95 now)")

@@ -145,3 +145,21 @@ def test_following_the_anchor_is_the_mrc_controller_from_the_first_interval() ->
         done = term or trunc
     assert len(set(controller)) > 2  # the rule moved (cold free growth under the fill cap), so this checks something
     assert anchored == controller
+
+
+def test_anchor_deviation_costs_reward_only_when_the_action_leaves_the_anchor() -> None:
+    """``reward.anchor_deviation``: the same episode with and without it; the rewards differ by exactly the
+    penalty in the intervals whose action ran another config than the anchor's, and nowhere else."""
+    plain, taxed = CacheTuningEnv(_cfg()), CacheTuningEnv(_cfg(reward={"anchor_deviation": 0.25}))
+    plain.reset(seed=0)
+    taxed.reset(seed=0)
+    seen = set()
+    for i in range(9):
+        action = 1 if i % 2 else 3  # the anchor's size x 1.25^-2, then the anchor itself
+        _, r0, *_ , info0 = plain.step(action)
+        _, r1, *_ , info1 = taxed.step(action)
+        deviated = bool(info1.get("anchor_deviation"))
+        assert r0 - r1 == pytest.approx(0.25 if deviated else 0.0)
+        assert "anchor_deviation" not in info0
+        seen.add((action, deviated))
+    assert (1, True) in seen and (3, True) not in seen
