@@ -23,7 +23,6 @@ logging are the evaluation suite's (:mod:`cachetuner.reports.suite`), so the tab
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from rich.console import Console
 from cachetuner.agent.config import TrainConfig
 from cachetuner.env.config import EnvConfig, WorkloadSpec
 from cachetuner.errors import ConfigError
+from cachetuner.reports.suite import cached_policy
 
 #: the memory-price factors of the selection set (the shipped recipe's randomize_memory range and its middle)
 DEFAULT_FACTORS = (0.2, 1.0, 5.0)
@@ -73,13 +73,6 @@ def cell_env(env: EnvConfig, workload: WorkloadSpec, prices: Any, regime: Regime
     return EnvConfig.model_validate(data)
 
 
-@functools.lru_cache(maxsize=8)
-def _policy(path: str) -> Any:
-    from cachetuner.control.learned import load_policy
-
-    return load_policy(path)
-
-
 def selection_cell(recipe: str, which: str, index: int, regime: Regime, models: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     """One cell: the references on the recipe's env, each policy on its own training env (a pure function of
     its arguments, so it can run as a Ray task)."""
@@ -95,7 +88,7 @@ def selection_cell(recipe: str, which: str, index: int, regime: Regime, models: 
     rep = evaluate_controllers(base, build_controllers(list(BASELINE), cfg.controllers, seed=0), seed=0)
     results = dict(rep.results)
     for label, path in models:
-        art = _policy(path)
+        art = cached_policy(path)
         own = cell_env(art.env_config, wl, env.prices, regime)
         ctl = build_controllers(["ppo"], cfg.controllers, seed=0, model=art)["ppo"]
         results[label] = evaluate_controllers(own, {label: ctl}, seed=0).results[label]
@@ -151,7 +144,7 @@ def run_selection(
     cfg = TrainConfig.from_yaml(recipe)
     resolved = tuple((k, str(Path(v).resolve()) if Path(v).is_file() else v) for k, v in models.items())
     for _label, path in resolved:
-        _policy(path)  # a missing or broken model fails here, in one line, before any cell runs
+        cached_policy(path)  # a missing or broken model fails here, in one line, before any cell runs
     args = [(str(recipe.resolve()), which, i, r, resolved) for which, i, r in selection_grid(cfg, regs)]
     params = {"recipe": str(recipe), "models": ",".join(f"{k}={v}" for k, v in resolved),
               "regimes": ",".join(map(regime_label, regs))}

@@ -167,16 +167,17 @@ def _training_traces(raw: dict[str, Any]) -> set[str]:
     return {Path(t).name if not t.startswith(("synthetic:", "bundled:")) else t for t in found}
 
 
-@functools.lru_cache(maxsize=4)
-def _policy(model: str) -> PolicyArtifact:
-    """One load per process of the policy every cell evaluates (the driver, or each Ray worker)."""
+@functools.lru_cache(maxsize=8)
+def cached_policy(model: str) -> PolicyArtifact:
+    """One load per process of each policy the cells evaluate (the driver, or each Ray worker); shared by the
+    suite and the selection set."""
     return load_policy(model)
 
 
 def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteTrace, price: PriceEntry, seed: int,
                intervals: int | None) -> dict[str, Any]:
     """One cell: every controller on one trace, price regime and seed (a Ray task, or called in turn)."""
-    artifact = _policy(model) if (model is not None and "ppo" in names) else None
+    artifact = cached_policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
                                 seed=seed, limit=tr.limit, intervals=intervals,
                                 prices=price)
@@ -208,7 +209,7 @@ def run_suite(
     names = [n for n in suite.controllers if n != "ppo" or model is not None]
     if model is not None and "ppo" in names and Path(str(model)).is_file():
         model = str(Path(str(model)).resolve())  # Ray workers may start elsewhere
-    artifact = _policy(str(model)) if (model is not None and "ppo" in names) else None
+    artifact = cached_policy(str(model)) if (model is not None and "ppo" in names) else None
     cfg, _src = resolve_train_config(model if artifact is not None else None,
                                      Path(suite.config) if suite.config else None)
     if artifact is None and suite.config is None:
