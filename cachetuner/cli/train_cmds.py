@@ -146,8 +146,12 @@ def select_cmd(
     ],
     incumbent: Annotated[
         str | None, typer.Option("--incumbent", help="the label of the policy in place (e.g. the shipped default): a candidate "
-                                 "replaces it only with a lower mean regret")
+                                 "replaces it by the rule (docs/agent.md)")
     ] = None,
+    rule: Annotated[
+        str, typer.Option("--rule", help="v2: eligible if dearer than mrc in no cell and cheaper in some, and costlier than "
+                          "static-default in no more cells than mrc; v1: only the last test")
+    ] = "v2",
     factors: Annotated[str, typer.Option("--factors", help="memory-price factors, comma-separated ('' for none)")] = "0.2,1,5",
     budgets: Annotated[
         str, typer.Option("--budgets", help="also under memory budgets: shares of the working set, comma-separated (0.05,0.2)")
@@ -159,8 +163,9 @@ def select_cmd(
     tracking_uri: Annotated[str | None, _URI] = None,
 ) -> None:
     """The selection rule between trained policies (docs/agent.md): every policy, mrc, static-default and the
-    hindsight references on the recipe's own workloads x memory prices; eligible if costlier than
-    static-default in no more cells than mrc; the eligible one with the lowest mean regret is chosen."""
+    hindsight references on the recipe's own workloads x memory prices; by rule v2 a policy is eligible if it
+    is dearer than mrc in no cell and cheaper in some, and costlier than static-default in no more cells than
+    mrc; the eligible one with the lowest mean regret is chosen."""
     from cachetuner.errors import ConfigError
     from cachetuner.reports.selection import print_selection, run_selection
 
@@ -178,7 +183,7 @@ def select_cmd(
         except ValueError:
             raise ConfigError(f"{opt} {text!r}: expected numbers, comma-separated") from None
 
-    res = run_selection(config, models, incumbent=incumbent, factors=numbers("--factors", factors),
+    res = run_selection(config, models, incumbent=incumbent, rule=rule, factors=numbers("--factors", factors),
                         budgets=numbers("--budgets", budgets), tracking_uri=tracking_uri, console=console,
                         ray_address=ray_address)
     if json_out:

@@ -45,6 +45,7 @@ def test_selection_set_end_to_end(tmp_path: Path, mlflow_store) -> None:
         assert t["shipped"]["cost"] == t["again"]["cost"] and not t["shipped"]["hindsight"]
         assert c["currency"] == "USD"
     rule = res["rule"]
+    assert rule["rule"] == "v2" and rule["versus_mrc"]["shipped"] == rule["versus_mrc"]["again"]
     assert rule["costlier_bar"] == res["summary"]["mrc"]["costlier_than_default"]
     assert rule["incumbent"] == "shipped" and rule["choice"] == "shipped"  # equal mean: the incumbent stays
     import mlflow
@@ -59,10 +60,35 @@ def test_the_rule_prefers_the_cheapest_eligible_policy() -> None:
         return {"regret": {"mean": mean}, "costlier_than_default": costlier}
 
     summary = {"mrc": row(0.035, 2), "a": row(0.020, 3), "b": row(0.028, 1), "c": row(0.030, 2), "old": row(0.029, 1)}
-    r = apply_rule(summary, ["a", "b", "c", "old"], "old")
+    r = apply_rule(summary, ["a", "b", "c", "old"], "old", rule="v1")
     assert r["eligible"] == ["b", "c"] and r["best_eligible"] == "b" and r["choice"] == "b"
-    assert apply_rule(summary, ["a", "c", "old"], "old")["choice"] == "old"  # c is eligible but dearer than old
-    assert apply_rule(summary, ["a"], None)["choice"] is None  # nothing eligible
+    assert apply_rule(summary, ["a", "c", "old"], "old", rule="v1")["choice"] == "old"  # c is eligible but dearer than old
+    assert apply_rule(summary, ["a"], None, rule="v1")["choice"] is None  # nothing eligible
+
+
+def test_rule_v2_wants_no_cell_dearer_than_mrc_and_some_cheaper() -> None:
+    """v2 judges cell by cell against mrc: a policy dearer than mrc anywhere is out however low its mean, one that
+    repeats mrc everywhere adds nothing, and an incumbent that fails v2 is replaced even by a higher mean."""
+    def row(mean: float, costlier: int) -> dict:
+        return {"regret": {"mean": mean}, "costlier_than_default": costlier}
+
+    def cell(**costs: float) -> dict:
+        return {"tuners": {k: {"cost": v} for k, v in {"mrc": 10.0, **costs}.items()}}
+
+    summary = {"mrc": row(0.035, 2), "low": row(0.020, 1), "same": row(0.035, 2), "good": row(0.033, 2),
+               "many": row(0.030, 3), "old": row(0.028, 1)}
+    cells = [cell(low=9.0, same=10.0, good=9.5, many=9.0, old=10.5),
+             cell(low=10.2, same=10.0, good=10.0, many=10.0, old=9.0),
+             cell(low=9.0, same=10.0 * (1 + 1e-12), good=10.0, many=10.0, old=10.0)]
+    r = apply_rule(summary, ["low", "same", "good", "many", "old"], "old", cells=cells)
+    assert r["versus_mrc"]["low"] == {"dearer": 1, "cheaper": 2} and r["versus_mrc"]["same"] == {"dearer": 0, "cheaper": 0}
+    assert r["eligible"] == ["good"] and r["incumbent_eligible"] is False and r["choice"] == "good"
+    assert apply_rule(summary, ["low", "same", "many"], None, cells=cells)["choice"] is None
+    assert apply_rule(summary, ["good", "old"], "old", rule="v1", cells=cells)["choice"] == "old"
+    with pytest.raises(ConfigError, match="give the cells"):
+        apply_rule(summary, ["good"], None)
+    with pytest.raises(ConfigError, match="--rule"):
+        apply_rule(summary, ["good"], None, rule="v3", cells=cells)
 
 
 @pytest.mark.parametrize(("models", "incumbent", "match"), [
