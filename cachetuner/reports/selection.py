@@ -113,6 +113,12 @@ RULES = ("v1", "v2")
 SAME_COST = 1e-9
 
 
+def check_rule(rule: str) -> None:
+    """Refuse an unknown ``--rule`` in one line (before any cell runs, and again where it is applied)."""
+    if rule not in RULES:
+        raise ConfigError(f"--rule {rule!r}: expected one of {', '.join(RULES)}")
+
+
 def versus_mrc(cells: list[dict[str, Any]], labels: list[str]) -> dict[str, dict[str, int]]:
     """Per policy: in how many cells it is dearer than `mrc` and in how many cheaper (the rest are ties)."""
     out = {m: {"dearer": 0, "cheaper": 0} for m in labels}
@@ -130,8 +136,7 @@ def versus_mrc(cells: list[dict[str, Any]], labels: list[str]) -> dict[str, dict
 def apply_rule(summary: dict[str, Any], labels: list[str], incumbent: str | None, *, rule: str = "v2",
                cells: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The selection rule ``rule`` on a selection-set summary (see the module doc); ``v2`` also needs the cells."""
-    if rule not in RULES:
-        raise ConfigError(f"--rule {rule!r}: expected one of {', '.join(RULES)}")
+    check_rule(rule)
     if rule == "v2" and cells is None:
         raise ConfigError("rule v2 compares each cell with mrc: give the cells")
     bar = summary["mrc"]["costlier_than_default"]
@@ -173,8 +178,7 @@ def run_selection(
 
     if not models:
         raise ConfigError("select: give at least one policy (--model LABEL=PATH)")
-    if rule not in RULES:
-        raise ConfigError(f"--rule {rule!r}: expected one of {', '.join(RULES)}")
+    check_rule(rule)
     if incumbent is not None and incumbent not in models:
         raise ConfigError(f"--incumbent {incumbent!r}: not one of the --model labels ({', '.join(models)})")
     clash = sorted(set(models) & set(BASELINE))
@@ -223,5 +227,5 @@ def print_selection(res: dict[str, Any], out: Console) -> None:
                  if r["incumbent"] else ""))
 
 
-__all__ = ["BASELINE", "DEFAULT_FACTORS", "RULES", "apply_rule", "cell_env", "print_selection", "regime_label", "regimes",
+__all__ = ["BASELINE", "DEFAULT_FACTORS", "RULES", "apply_rule", "cell_env", "check_rule", "print_selection", "regime_label", "regimes",
            "run_selection", "selection_cell", "selection_grid", "versus_mrc"]
