@@ -24,7 +24,7 @@ from cachetuner.ab.stats import compare
 from cachetuner.ab.ttl_runner import run_ttl_sim
 from cachetuner.ab.ttl_shadow import run_ttl_shadow
 from cachetuner.errors import BackendError, ConfigError
-from cachetuner.evaluation.episode import context_from_env
+from cachetuner.evaluation.episode import context_from_env, wants_sample
 
 #: Called after every interval with (intervals done, horizon).
 StepFn = Callable[[int, int], None]
@@ -116,11 +116,11 @@ def _lockstep(
     obs_c, info_c = env_c.reset(seed=seed, options=options)
     obs_t, info_t = env_t.reset(seed=seed, options=options if paired_check else None)
     hc, ht = bool(getattr(tuner_c, "hindsight", False)), bool(getattr(tuner_t, "hindsight", False))
-    tuner_c.reset(context_from_env(env_c, obs_c, info_c, hindsight=hc))
-    tuner_t.reset(context_from_env(env_t, obs_t, info_t, hindsight=ht))
+    tuner_c.reset(context_from_env(env_c, obs_c, info_c, hindsight=hc, sample=wants_sample(tuner_c)))
+    tuner_t.reset(context_from_env(env_t, obs_t, info_t, hindsight=ht, sample=wants_sample(tuner_t)))
     for i in range(n):
-        cfg_c = tuner_c.decide(context_from_env(env_c, obs_c, info_c, hindsight=hc))
-        cfg_t = tuner_t.decide(context_from_env(env_t, obs_t, info_t, hindsight=ht))
+        cfg_c = tuner_c.decide(context_from_env(env_c, obs_c, info_c, hindsight=hc, sample=wants_sample(tuner_c)))
+        cfg_t = tuner_t.decide(context_from_env(env_t, obs_t, info_t, hindsight=ht, sample=wants_sample(tuner_t)))
         obs_c, _, _, trunc_c, info_c = env_c.step_config(cfg_c)
         obs_t, _, _, trunc_t, info_t = env_t.step_config(cfg_t)
         if paired_check and info_c["snapshot"].requests != info_t["snapshot"].requests:

@@ -183,7 +183,7 @@ class BaselineGuard:
 
     def _event(self, ctx: DecisionContext, kind: str) -> dict[str, Any]:
         led = self.ledger
-        return {"step": int(ctx.step), "event": kind, "excess": led.excess, "baseline_cost": led.baseline,
+        return {"step": int(ctx.step), "intervals": led.intervals, "event": kind, "excess": led.excess, "baseline_cost": led.baseline,
                 "noise": led.noise}
 
 

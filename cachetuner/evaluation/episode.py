@@ -68,6 +68,11 @@ def context_from_env(
     )
 
 
+def wants_sample(controller: Any) -> bool:
+    """Whether ``controller`` reads the interval's requests (``ctx.sample``; the ``needs_sample`` attribute)."""
+    return bool(getattr(controller, "needs_sample", False))
+
+
 def record(i: int, info: dict[str, Any], slo_p95_ms: float, reward: float) -> IntervalRecord:
     snap = info["snapshot"]
     cfg = info["config"]
@@ -128,7 +133,7 @@ def run_episode(
     obs, info = env.reset(seed=seed, options=options)
     base = env.unwrapped
     hindsight = bool(getattr(controller, "hindsight", False))
-    wants = bool(getattr(controller, "needs_sample", False))
+    wants = wants_sample(controller)
     controller.reset(context_from_env(env, obs, info, hindsight=hindsight, sample=wants))
     records: list[IntervalRecord] = []
     done = False

@@ -25,17 +25,17 @@ from cachetuner.traces.trace import Trace
 
 def _controller(model_path: str | None, config_path: str | None, name: str) -> tuple[Any, Any]:
     """(controller, env config): the trained policy (its own env config) or a registered controller."""
-    from cachetuner.control import make_controller
+    from cachetuner.control import make_controller, takes_model
     from cachetuner.control.learned import load_policy
     from cachetuner.env import EnvConfig
 
-    if name == "ppo":
+    if takes_model(name):
         if model_path is None:
-            raise ConfigError("--model: the ppo controller needs a model (a model.zip, default or runs:/<id>/model)")
+            raise ConfigError(f"--model: the {name} controller needs a model (a model.zip, default or runs:/<id>/model)")
         if config_path and not Path(config_path).is_file():
             raise ConfigError(f"--config {config_path}: file not found")
         artifact = load_policy(model_path, config=config_path)
-        return make_controller("ppo", model=artifact), artifact.env_config
+        return make_controller(name, model=artifact), artifact.env_config
     env_cfg = EnvConfig.from_yaml(config_path, key="env") if config_path else EnvConfig()
     return make_controller(name), env_cfg
 
@@ -79,7 +79,7 @@ def live_eval(
     Other controllers (``mrc``, ``static-default``, ...) observe through ``config_path``'s env section
     or the default env config.
     """
-    from cachetuner.evaluation.episode import context_from_env
+    from cachetuner.evaluation.episode import context_from_env, wants_sample
     from cachetuner.live.env_factory import make_live_env
 
     ctl, env_cfg = _controller(model_path, config_path, controller)
@@ -110,9 +110,9 @@ def live_eval(
             )
             try:
                 obs, info = env.reset()
-                ctl.reset(context_from_env(env, obs, info))
+                ctl.reset(context_from_env(env, obs, info, sample=wants_sample(ctl)))
                 for i in range(intervals):
-                    cfg = ctl.decide(context_from_env(env, obs, info))
+                    cfg = ctl.decide(context_from_env(env, obs, info, sample=wants_sample(ctl)))
                     obs, reward, terminated, truncated, info = env.unwrapped.step_config(cfg)
                     snap = info["snapshot"]
                     apply = info.get("apply")

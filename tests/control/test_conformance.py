@@ -18,6 +18,7 @@ from cachetuner.control import ControlSettings, controller_names, is_hindsight, 
 from cachetuner.env import CacheTuningEnv, EnvConfig, WorkloadSpec
 from cachetuner.errors import BackendError
 from cachetuner.evaluation import context_from_env, run_episode
+from cachetuner.evaluation.episode import wants_sample
 
 SETTINGS = ControlSettings(grid={"n_sizes": 3, "timeouts": [0]}, oracle={"horizon": 2}, mrc={"min_weight": 10})
 
@@ -46,7 +47,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, mlflow_store) -> Path:
 
 
 def _build(name: str, seed: int, model: Path):
-    params = {"ppo": {"model": model}, "fixed": {"config": {"maxmemory": 3_000_000, "maxmemory_policy": "allkeys-lfu"}}}
+    params = {"ppo": {"model": model}, "ppo-guarded": {"model": model}, "fixed": {"config": {"maxmemory": 3_000_000, "maxmemory_policy": "allkeys-lfu"}}}
     return make_controller(name, SETTINGS, seed, **params.get(name, {}))
 
 
@@ -55,7 +56,7 @@ NAMES = controller_names()
 
 def test_every_builtin_is_registered() -> None:
     assert {"mrc", "static-default", "best-static", "dp-hindsight", "oracle", "hill-climb", "optuna", "ppo",
-            "fixed", "current", "hold", "random"} <= set(NAMES)
+            "fixed", "current", "hold", "random", "mrc-guarded", "ppo-guarded"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -77,9 +78,10 @@ def test_controller_decides_from_the_context_alone(name: str, tiny_model: Path) 
             ctl.reset(context_from_env(env, obs, info, hindsight=False))
             ctl.decide(context_from_env(env, obs, info, hindsight=False))
         return
-    ctl.reset(context_from_env(env, obs, info))
+    wants = wants_sample(ctl)  # the interval's requests, for the controllers that declare they read them
+    ctl.reset(context_from_env(env, obs, info, sample=wants))
     for _ in range(3):
-        cfg = ctl.decide(context_from_env(env, obs, info))
+        cfg = ctl.decide(context_from_env(env, obs, info, sample=wants))
         assert isinstance(cfg, RedisConfig)
         obs, _, _, _, info = env.step_config(cfg)
 
