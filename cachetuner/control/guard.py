@@ -35,14 +35,9 @@ import numpy as np
 from cachetuner.config import RedisConfig
 from cachetuner.control.base import Controller, DecisionContext, make_controller, register_controller
 from cachetuner.control.settings import ControlSettings, GuardSettings
+from cachetuner.control.static import static_default_config
 from cachetuner.keysample import LocalIds, grown
 from cachetuner.mrc.paired import PairedMinis
-
-
-def baseline_config(settings: ControlSettings, ctx: DecisionContext) -> RedisConfig:
-    """static-default's configuration for this episode (the rule of :class:`~cachetuner.control.static.StaticDefault`)."""
-    size = settings.static_maxmemory or ctx.config.maxmemory
-    return ctx.config.evolve(maxmemory=ctx.space.clip(size), maxmemory_policy="allkeys-lru", maxmemory_samples=5)
 
 
 @dataclass
@@ -122,7 +117,7 @@ class BaselineGuard:
     # -- Controller -------------------------------------------------------------------------------------
     def reset(self, ctx: DecisionContext) -> None:
         self.inner.reset(ctx)
-        self.baseline = baseline_config(self.settings, ctx)
+        self.baseline = static_default_config(self.settings, ctx)
         self.ledger = GuardLedger()
         self._minis = None
         self._keys = KeyDiffs()
@@ -203,4 +198,4 @@ register_controller("mrc-guarded")(guarded("mrc"))
 register_controller("ppo-guarded")(guarded("ppo"))
 
 
-__all__ = ["BaselineGuard", "GuardLedger", "baseline_config", "guarded"]
+__all__ = ["BaselineGuard", "GuardLedger", "KeyDiffs", "guarded"]
