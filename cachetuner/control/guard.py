@@ -45,12 +45,13 @@ class GuardLedger:
     """Running comparison of the path served with the baseline, in the env's cost units.
 
     ``excess``: path cost − estimated baseline cost so far; ``baseline``: the baseline's estimated cost so
-    far; ``spread``: sum of squared per-interval excess deviations (for the noise term)."""
+    far; ``variance``: of ``excess`` (:class:`KeyDiffs`); ``events``: each fallback and release, with the
+    figures it was decided on (for reports and the audit trail)."""
 
     intervals: int = 0
     excess: float = 0.0
     baseline: float = 0.0
-    variance: float = 0.0  # of ``excess``: the sampled miss difference's, from per-key sums (see KeyDiffs)
+    variance: float = 0.0
     tripped: bool = False
     trips: int = 0
     intervals_held: int = 0
