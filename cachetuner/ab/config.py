@@ -47,8 +47,6 @@ class ArmConfig(BaseModel):
             raise ValueError("train_config needs model")
         if self.tuner == "ppo":
             raise ValueError("use `model: PATH` for a PPO policy")
-        if self.tuner == "ppo-guarded":
-            raise ValueError("ppo-guarded needs a trained policy, which an A/B arm takes as `model: PATH` (unguarded)")
         return self
 
     @property

@@ -31,14 +31,13 @@ import numpy as np
 
 from cachetuner.ab.config import ABConfig
 from cachetuner.ab.result import ArmSeries, record_of
-from cachetuner.ab.shadow import estimate_snapshot
+from cachetuner.ab.shadow import estimate_snapshot, mini_config, mini_params
 from cachetuner.ab.ttl_runner import ci_json, workload_trace
 from cachetuner.config import RedisConfig
 from cachetuner.env.reward import interval_cost
 from cachetuner.errors import ConfigError
 from cachetuner.keysample import hash_sample_mask
 from cachetuner.metrics import MetricsSnapshot, TenantMetrics
-from cachetuner.mrc.paired import scaled_config, scaled_params
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.simulator import TieredCacheSim
 from cachetuner.traces.trace import Op, Trace
@@ -213,7 +212,7 @@ def run_ttl_shadow(
     n_int = len(served.snapshots)
     # the part of maxmemory that holds no data: the simulator's model, or what the live Redis used empty
     fixed = int(live_meta["empty_used_memory"]) if live_meta else params.fixed_bytes
-    mcfg, mparams = scaled_config(config, rate, fixed), scaled_params(params, rate)
+    mcfg, mparams = mini_config(config, rate, fixed), mini_params(params, rate)
     t0 = float(trace.timestamps[0])
     minis = {
         role: run_mini(sample, arm.ttl or "trace", mcfg, mparams, ks, t0=t0, interval_s=env_cfg.interval_s,

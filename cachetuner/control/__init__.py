@@ -15,7 +15,6 @@ from cachetuner.control.base import (
     is_hindsight,
     make_controller,
     register_controller,
-    takes_model,
 )
 from cachetuner.control.settings import ControlSettings
 from cachetuner.mrc.cost import Prices
@@ -34,5 +33,4 @@ __all__ = [
     "is_hindsight",
     "make_controller",
     "register_controller",
-    "takes_model",
 ]

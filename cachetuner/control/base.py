@@ -132,22 +132,13 @@ def make_controller(name: str, settings: Any = None, seed: int = 0, **params: An
 DEFAULT_EVALUATION: tuple[str, ...] = ("ppo", "mrc", "static-default", "best-static", "dp-hindsight", "hill-climb")
 
 
-#: controllers built around a trained policy (``model=``): the policy itself and the policy behind the baseline guard
-MODEL_CONTROLLERS: tuple[str, ...] = ("ppo", "ppo-guarded")
-
-
-def takes_model(name: str) -> bool:
-    """Whether controller ``name`` runs a trained policy (and so needs ``model=``)."""
-    return name in MODEL_CONTROLLERS
-
-
 def build_controllers(
     names: list[str] | tuple[str, ...], settings: Any = None, *, seed: int = 0, model: Any = None
 ) -> dict[str, Controller]:
     """``{name: controller}`` for ``names`` (``ppo`` gets ``model``; unknown names list the valid ones)."""
     out: dict[str, Controller] = {}
     for name in names:
-        params = {"model": model} if takes_model(name) else {}
+        params = {"model": model} if name == "ppo" else {}
         out[name] = make_controller(name, settings, seed, **params)
     return out
 
@@ -167,5 +158,4 @@ __all__ = [
     "is_hindsight",
     "make_controller",
     "register_controller",
-    "takes_model",
 ]

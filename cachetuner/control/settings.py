@@ -51,26 +51,6 @@ class OracleSettings(BaseModel):
     replan_every: int = Field(1, ge=1, description="intervals between two decisions (the choice is held in between)")
 
 
-class GuardSettings(BaseModel):
-    """The baseline guard (``mrc-guarded``, ``ppo-guarded``; :mod:`cachetuner.control.guard`): fall back to
-    static-default while the wrapped controller is estimated to cost more than ``alpha`` over it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    alpha: float = Field(0.005, ge=0, description="allowed excess over static-default's estimated cost so far, as a share of it")
-    z: float = Field(2.0, ge=0, description="noise margin: standard deviations of the excess estimate added to the allowance")
-    min_intervals: int = Field(
-        30, ge=1, description="intervals before any verdict (mrc's payback horizon: a move may cost first and repay later)"
-    )
-    release: float = Field(
-        0.5, ge=0, le=1, description="hand control back once the excess is below this share of the allowance (hysteresis)"
-    )
-    rate: float = Field(0.05, gt=0, le=1, description="sampling rate of the paired miniature caches")
-    min_objects: int = Field(
-        400, ge=1, description="the baseline's miniature cache holds at least this many objects (raises the rate for small caches)"
-    )
-
-
 class ControlSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -82,7 +62,6 @@ class ControlSettings(BaseModel):
     hill_climb: HillClimbSettings = Field(default_factory=HillClimbSettings)
     optuna: OptunaSettings = Field(default_factory=OptunaSettings)
     oracle: OracleSettings = Field(default_factory=OracleSettings)
-    guard: GuardSettings = Field(default_factory=GuardSettings)
 
 
-__all__ = ["ControlSettings", "GridSettings", "GuardSettings", "HillClimbSettings", "MRCControlSettings", "OptunaSettings", "OracleSettings"]
+__all__ = ["ControlSettings", "GridSettings", "HillClimbSettings", "MRCControlSettings", "OptunaSettings", "OracleSettings"]

@@ -10,13 +10,6 @@ from cachetuner.control.settings import ControlSettings
 from cachetuner.errors import ConfigError
 
 
-def static_default_config(settings: ControlSettings, ctx: DecisionContext) -> RedisConfig:
-    """static-default's configuration for the episode ``ctx`` starts: ``allkeys-lru``, samples 5, at
-    ``settings.static_maxmemory`` or the initial size, clipped to the bounds (also the baseline guard's)."""
-    size = settings.static_maxmemory or ctx.config.maxmemory
-    return ctx.config.evolve(maxmemory=ctx.space.clip(size), maxmemory_policy="allkeys-lru", maxmemory_samples=5)
-
-
 @register_controller("static-default")
 class StaticDefault:
     """``allkeys-lru``, ``maxmemory-samples 5`` at one fixed size, never changed: a cache sized once
@@ -31,7 +24,10 @@ class StaticDefault:
         self.config: RedisConfig | None = None
 
     def reset(self, ctx: DecisionContext) -> None:
-        self.config = static_default_config(self.settings, ctx)
+        size = self.settings.static_maxmemory or ctx.config.maxmemory
+        self.config = ctx.config.evolve(
+            maxmemory=ctx.space.clip(size), maxmemory_policy="allkeys-lru", maxmemory_samples=5
+        )
 
     def decide(self, ctx: DecisionContext) -> RedisConfig:
         assert self.config is not None, "reset() first"

@@ -25,19 +25,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from cachetuner.backend import ApplyResult, BackendFacts, CacheBackend, RequestSample
 from cachetuner.config import RedisConfig
-from cachetuner.control import (
-    Controller,
-    ControlSettings,
-    controller_names,
-    is_hindsight,
-    make_controller,
-    takes_model,
-)
+from cachetuner.control import Controller, ControlSettings, controller_names, is_hindsight, make_controller
 from cachetuner.control.learned import load_policy
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.env import CacheTuningEnv, EnvConfig
 from cachetuner.errors import ConfigError
-from cachetuner.evaluation.episode import context_from_env, wants_sample
+from cachetuner.evaluation.episode import context_from_env
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.yamlconfig import validate
 
@@ -155,7 +148,7 @@ class ControllerPolicy:
         if not self._started:
             outer = self.hot if self.hot is not None else self.env
             o, info = outer.reset(seed=self.seed)
-            self.controller.reset(context_from_env(self.env, o, info, sample=wants_sample(self.controller)))
+            self.controller.reset(context_from_env(self.env, o, info))
             self._started = True
         o, _r, _term, _trunc, info = self.env.step_config(obs.current)
         if self.hot is not None:
@@ -163,7 +156,7 @@ class ControllerPolicy:
             # wrapper's extension is applied to the step_config result here.
             o = self.hot._extend(o, info)
             self.last_info = {"hotness": {**info.get("hotness", {}), "backend": self.hot.predictor.backend}}
-        return self.controller.decide(context_from_env(self.env, o, info, sample=wants_sample(self.controller)))
+        return self.controller.decide(context_from_env(self.env, o, info))
 
     def close(self) -> None:
         if self.hot is not None:
@@ -189,9 +182,9 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
     params = dict(cfg.policy.params)
     settings = validate(ControlSettings, params.pop("settings", {}), "policy.params.settings")
     env_cfg = load_env_config(cfg)
-    if takes_model(name):
+    if name == "ppo":
         if not cfg.policy.model:
-            raise ConfigError(f"policy.model: {name} needs a model (a model.zip path, default, or runs:/<id>/model)")
+            raise ConfigError("policy.model: ppo needs a model (a model.zip path, default, or runs:/<id>/model)")
         artifact = load_policy(cfg.policy.model, config=cfg.policy.env_config, cache_dir=Path(cfg.state_dir),
                                tracking_uri=cfg.tracking.tracking_uri)
         params["model"] = artifact

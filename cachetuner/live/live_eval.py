@@ -25,17 +25,17 @@ from cachetuner.traces.trace import Trace
 
 def _controller(model_path: str | None, config_path: str | None, name: str) -> tuple[Any, Any]:
     """(controller, env config): the trained policy (its own env config) or a registered controller."""
-    from cachetuner.control import make_controller, takes_model
+    from cachetuner.control import make_controller
     from cachetuner.control.learned import load_policy
     from cachetuner.env import EnvConfig
 
-    if takes_model(name):
+    if name == "ppo":
         if model_path is None:
-            raise ConfigError(f"--model: the {name} controller needs a model (a model.zip, default or runs:/<id>/model)")
+            raise ConfigError("--model: the ppo controller needs a model (a model.zip, default or runs:/<id>/model)")
         if config_path and not Path(config_path).is_file():
             raise ConfigError(f"--config {config_path}: file not found")
         artifact = load_policy(model_path, config=config_path)
-        return make_controller(name, model=artifact), artifact.env_config
+        return make_controller("ppo", model=artifact), artifact.env_config
     env_cfg = EnvConfig.from_yaml(config_path, key="env") if config_path else EnvConfig()
     return make_controller(name), env_cfg
 

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from cachetuner.agent.config import TrainConfig
-from cachetuner.control import DEFAULT_EVALUATION, build_controllers, takes_model
+from cachetuner.control import DEFAULT_EVALUATION, build_controllers
 from cachetuner.control.learned import CONFIG_SIDECAR, DEFAULT_MODEL, SHIPPED_DIR, load_policy
 from cachetuner.env import EnvConfig, WorkloadSpec
 from cachetuner.env.prices import PRESETS, PricesConfig
@@ -125,8 +125,8 @@ def run_evaluation(
     env_cfg, workload = evaluation_env(cfg, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed,
                                        limit=limit, params=params, workload=workload, intervals=intervals,
                                        prices=prices)
-    names = controllers or [t for t in DEFAULT_EVALUATION if not takes_model(t) or model is not None]
-    artifact = load_policy(model, config=config) if (model is not None and any(map(takes_model, names))) else None
+    names = controllers or [t for t in DEFAULT_EVALUATION if t != "ppo" or model is not None]
+    artifact = load_policy(model, config=config) if (model is not None and "ppo" in names) else None
     built = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
     console = console or Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as prog:

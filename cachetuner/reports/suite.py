@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 
 from cachetuner.agent.config import TrainConfig
-from cachetuner.control import build_controllers, takes_model
+from cachetuner.control import build_controllers
 from cachetuner.control.learned import PolicyArtifact, load_policy
 from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
@@ -177,7 +177,7 @@ def cached_policy(model: str) -> PolicyArtifact:
 def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteTrace, price: PriceEntry, seed: int,
                intervals: int | None) -> dict[str, Any]:
     """One cell: every controller on one trace, price regime and seed (a Ray task, or called in turn)."""
-    artifact = cached_policy(model) if (model is not None and any(map(takes_model, names))) else None
+    artifact = cached_policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
                                 seed=seed, limit=tr.limit, intervals=intervals,
                                 prices=price)
@@ -206,10 +206,10 @@ def run_suite(
 
         check_address(ray_address)
     model = model or suite.model
-    names = [n for n in suite.controllers if not takes_model(n) or model is not None]
-    if model is not None and any(map(takes_model, names)) and Path(str(model)).is_file():
+    names = [n for n in suite.controllers if n != "ppo" or model is not None]
+    if model is not None and "ppo" in names and Path(str(model)).is_file():
         model = str(Path(str(model)).resolve())  # Ray workers may start elsewhere
-    artifact = cached_policy(str(model)) if (model is not None and any(map(takes_model, names))) else None
+    artifact = cached_policy(str(model)) if (model is not None and "ppo" in names) else None
     cfg, _src = resolve_train_config(model if artifact is not None else None,
                                      Path(suite.config) if suite.config else None)
     if artifact is None and suite.config is None:

@@ -70,3 +70,28 @@ def test_cli_trace_options_override_the_workload(
     assert (w["trace"], w["rate"], w["limit"], w["size_model"]) == ("synthetic:zipf", 1000.0, 60000, "fixed:2048")
     assert doc["intervals"] == 6 and doc["verdict"] == INCONCLUSIVE
     assert set(doc) >= {"hit_ratio_delta_pp", "byte_hit_ratio_delta_pp", "p95_delta_ms", "cost_delta", "mlflow_run_id"}
+
+
+def test_an_arm_whose_controller_reads_the_request_stream_gets_it() -> None:
+    """A controller that declares ``needs_sample`` (a policy trained with hotness features) gets each
+    interval's requests in an A/B arm, as in ``evaluate`` (before, the A/B loop, ``live-eval`` and the
+    daemon built its context without them and such a policy raised)."""
+    from cachetuner.control.base import CONTROLLERS
+    from cachetuner.control.static import StaticDefault
+
+    seen: list[int] = []
+
+    class Sampling(StaticDefault):
+        name = "sampling-probe"
+        needs_sample = True
+
+        def decide(self, ctx):  # noqa: ANN001, ANN202
+            assert ctx.sample is not None, "ctx.sample missing"
+            seen.append(len(ctx.sample.keys))
+            return super().decide(ctx)
+
+    if "sampling-probe" not in CONTROLLERS:
+        CONTROLLERS.add("sampling-probe", Sampling)
+    res = run_ab(ab_config({"tuner": "static-default"}, {"tuner": "sampling-probe"}), max_intervals=12)
+    assert res.intervals == len(seen) > 0
+    assert sum(seen) > 0

@@ -47,7 +47,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, mlflow_store) -> Path:
 
 
 def _build(name: str, seed: int, model: Path):
-    params = {"ppo": {"model": model}, "ppo-guarded": {"model": model}, "fixed": {"config": {"maxmemory": 3_000_000, "maxmemory_policy": "allkeys-lfu"}}}
+    params = {"ppo": {"model": model}, "fixed": {"config": {"maxmemory": 3_000_000, "maxmemory_policy": "allkeys-lfu"}}}
     return make_controller(name, SETTINGS, seed, **params.get(name, {}))
 
 
@@ -56,7 +56,7 @@ NAMES = controller_names()
 
 def test_every_builtin_is_registered() -> None:
     assert {"mrc", "static-default", "best-static", "dp-hindsight", "oracle", "hill-climb", "optuna", "ppo",
-            "fixed", "current", "hold", "random", "mrc-guarded", "ppo-guarded"} <= set(NAMES)
+            "fixed", "current", "hold", "random"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

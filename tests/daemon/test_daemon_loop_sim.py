@@ -237,7 +237,7 @@ def test_staged_rollout_promotes_after_good_intervals(tmp_path: Path) -> None:
         assert json.dumps(p["to_apply"], sort_keys=True) in canary_cfgs
 
 
-@pytest.mark.parametrize("name", ["static-default", "hill-climb", "mrc", "mrc-guarded"])
+@pytest.mark.parametrize("name", ["static-default", "hill-climb", "mrc"])
 def test_env_based_baselines_run_through_the_guardrails(tmp_path: Path, name: str) -> None:
     env = {**ENV, "whatif": {"enabled": True, "min_keys": 500}}
     cfg = make_cfg(tmp_path, policy={"name": name}, target={"backend_options": {"env": env}}, max_iterations=12)
