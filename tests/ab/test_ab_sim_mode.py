@@ -72,10 +72,10 @@ def test_cli_trace_options_override_the_workload(
     assert set(doc) >= {"hit_ratio_delta_pp", "byte_hit_ratio_delta_pp", "p95_delta_ms", "cost_delta", "mlflow_run_id"}
 
 
-def test_an_arm_whose_controller_reads_the_request_stream_gets_it() -> None:
+def test_an_arm_whose_controller_reads_the_request_stream_gets_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """A controller that declares ``needs_sample`` (a policy trained with hotness features) gets each
-    interval's requests in an A/B arm, as in ``evaluate`` (before, the A/B loop, ``live-eval`` and the
-    daemon built its context without them and such a policy raised)."""
+    interval's requests in an A/B arm, as in ``evaluate`` (before, the A/B loop and ``live-eval`` built
+    their context without them and such a policy raised)."""
     from cachetuner.control.base import CONTROLLERS
     from cachetuner.control.static import StaticDefault
 
@@ -90,8 +90,8 @@ def test_an_arm_whose_controller_reads_the_request_stream_gets_it() -> None:
             seen.append(len(ctx.sample.keys))
             return super().decide(ctx)
 
-    if "sampling-probe" not in CONTROLLERS:
-        CONTROLLERS.add("sampling-probe", Sampling)
+    # registered for this test only: other tests list the registry
+    monkeypatch.setitem(CONTROLLERS._items, "sampling-probe", Sampling)
     res = run_ab(ab_config({"tuner": "static-default"}, {"tuner": "sampling-probe"}), max_intervals=12)
     assert res.intervals == len(seen) > 0
     assert sum(seen) > 0
