@@ -116,11 +116,12 @@ def _lockstep(
     obs_c, info_c = env_c.reset(seed=seed, options=options)
     obs_t, info_t = env_t.reset(seed=seed, options=options if paired_check else None)
     hc, ht = bool(getattr(tuner_c, "hindsight", False)), bool(getattr(tuner_t, "hindsight", False))
-    tuner_c.reset(context_from_env(env_c, obs_c, info_c, hindsight=hc, sample=wants_sample(tuner_c)))
-    tuner_t.reset(context_from_env(env_t, obs_t, info_t, hindsight=ht, sample=wants_sample(tuner_t)))
+    sc, st = wants_sample(tuner_c), wants_sample(tuner_t)
+    tuner_c.reset(context_from_env(env_c, obs_c, info_c, hindsight=hc, sample=sc))
+    tuner_t.reset(context_from_env(env_t, obs_t, info_t, hindsight=ht, sample=st))
     for i in range(n):
-        cfg_c = tuner_c.decide(context_from_env(env_c, obs_c, info_c, hindsight=hc, sample=wants_sample(tuner_c)))
-        cfg_t = tuner_t.decide(context_from_env(env_t, obs_t, info_t, hindsight=ht, sample=wants_sample(tuner_t)))
+        cfg_c = tuner_c.decide(context_from_env(env_c, obs_c, info_c, hindsight=hc, sample=sc))
+        cfg_t = tuner_t.decide(context_from_env(env_t, obs_t, info_t, hindsight=ht, sample=st))
         obs_c, _, _, trunc_c, info_c = env_c.step_config(cfg_c)
         obs_t, _, _, trunc_t, info_t = env_t.step_config(cfg_t)
         if paired_check and info_c["snapshot"].requests != info_t["snapshot"].requests:

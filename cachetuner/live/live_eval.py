@@ -110,9 +110,10 @@ def live_eval(
             )
             try:
                 obs, info = env.reset()
-                ctl.reset(context_from_env(env, obs, info, sample=wants_sample(ctl)))
+                wants = wants_sample(ctl)
+                ctl.reset(context_from_env(env, obs, info, sample=wants))
                 for i in range(intervals):
-                    cfg = ctl.decide(context_from_env(env, obs, info, sample=wants_sample(ctl)))
+                    cfg = ctl.decide(context_from_env(env, obs, info, sample=wants))
                     obs, reward, terminated, truncated, info = env.unwrapped.step_config(cfg)
                     snap = info["snapshot"]
                     apply = info.get("apply")
