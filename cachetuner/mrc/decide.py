@@ -114,6 +114,14 @@ class MRCControlSettings(BaseModel):
         "shrinks to the largest size that gives back enough and is at least a 1.25x step (drop as little data as the "
         "bound allows)"
     )
+    free_shrink_min_gets: float | None = Field(
+        500.0, ge=0, description="free shrink (and free_shrink_blind) only once the cache in force has served at least "
+        "this many GETs at its size and policy since it was full: the bound compares the memory with every hit that "
+        "cache makes, and a cache that has barely been read has not shown that its hits are worth little (the "
+        "cold_memory_bound's evidence gate, min_weight GETs, applied to free shrink). Found on CloudPhysics with "
+        "AI-inference value sizes (2026-12-03): three full intervals of writes and no reads (zero GETs, so zero hits) "
+        "passed the bound and dropped data that was read later. null = off (the rule before 2026-12-03)"
+    )
     fill_headroom: float | None = Field(
         2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "
         "maxmemory at the bytes in use plus this many intervals of inserts (at least 10 % of the bytes in use): a "
@@ -202,6 +210,7 @@ class MRCDecider:
         self._held: tuple[int, str] | None = None  # the (size, policy) the hit tracker below measures
         self._held_hits = 0.0
         self._held_n = 0
+        self._held_gets = 0.0  # GETs served by that config since it was full (free_shrink_min_gets)
         self._seen = 0  # intervals decide_after has seen since the reset (the cold phase lasts at least confirm)
         self._cold_hits = 0.0  # hits and misses summed over the cold phase's fresh intervals (cold_memory_bound)
         self._cold_misses = 0.0
@@ -223,7 +232,7 @@ class MRCDecider:
         if misses is not None:
             m = float(misses)
             self.misses = m if self.misses is None else (1 - s.gets_smoothing) * self.misses + s.gets_smoothing * m
-            self._track_hits(cur, g - m, full is not False)
+            self._track_hits(cur, g - m, full is not False, gets=g)
         if self._free_growth(prices, cur, space):
             return cur.evolve(maxmemory=int(space.max_bytes))
         if curves is None or not self.gets or not curves.ready(s.min_weight):
@@ -349,28 +358,31 @@ class MRCDecider:
         worst_loss = float(prices.memory_cost(space.max_bytes) - prices.memory_cost(cur.maxmemory)) + switch
         return worst_loss <= share * self.misses * prices.miss
 
-    def _track_hits(self, cur: RedisConfig, hits: float, full: bool) -> None:
+    def _track_hits(self, cur: RedisConfig, hits: float, full: bool, gets: float = 0.0) -> None:
         """Smoothed hits of the cache in force, restarted whenever its size or policy changes (the hits of
         another config say nothing about this one's worth) and started only once it has been full (a cache
-        filling from cold hits less than it will)."""
+        filling from cold hits less than it will); ``gets`` are summed alongside (free shrink's evidence)."""
         held = (cur.maxmemory, cur.maxmemory_policy)
         if held != self._held:
-            self._held, self._held_hits, self._held_n = held, 0.0, 0
+            self._held, self._held_hits, self._held_n, self._held_gets = held, 0.0, 0, 0.0
         if self._held_n == 0:
             if full:
-                self._held_hits, self._held_n = max(hits, 0.0), 1
+                self._held_hits, self._held_n, self._held_gets = max(hits, 0.0), 1, max(gets, 0.0)
             return
         a = max(self.settings.gets_smoothing, 1.0 / (self._held_n + 1))  # a plain mean until the EWMA has history
         self._held_hits = (1 - a) * self._held_hits + a * max(hits, 0.0)
         self._held_n += 1
+        self._held_gets += max(gets, 0.0)
 
     def _free_shrink_bound(self, prices: Prices, cur: RedisConfig) -> float | None:
         """What the memory a shrink of ``cur`` gives back must be worth for free shrink: every hit the cache in
         force has been making, ``free_shrink`` times over, plus the switch (and the SLO penalty: a cache that
         hits nothing has the miss latency's p95). None when the rule is off or those hits are not measured yet
-        (``confirm`` full intervals at ``cur``)."""
+        (``confirm`` full intervals at ``cur``, and ``free_shrink_min_gets`` GETs served in them)."""
         s = self.settings
         if s.free_shrink is None or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm:
+            return None
+        if s.free_shrink_min_gets is not None and self._held_gets < s.free_shrink_min_gets:
             return None
         slo = prices.slo_penalty if prices.slo_penalty and np.isfinite(prices.slo_p95_ms) else 0.0
         return s.free_shrink * self._held_hits * prices.miss + prices.switch + slo

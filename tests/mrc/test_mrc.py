@@ -453,6 +453,27 @@ def test_before_the_curves_are_ready_a_cache_whose_hits_are_worth_little_steps_d
         assert small * 1.25 <= big + 1 and given_back >= 1.25 * 300 * miss_price  # a step, and it cannot lose
 
 
+@pytest.mark.parametrize(("gets", "min_gets", "shrinks"),
+                         [(0.0, 500.0, False), (100.0, 500.0, False), (200.0, 500.0, True), (0.0, None, True)])
+def test_free_shrink_needs_gets_served_before_it_judges_a_cache_by_its_hits(
+    gets: float, min_gets: float | None, shrinks: bool
+) -> None:
+    """``free_shrink_min_gets``: a full cache that has served no GETs has made no hits, which passes free
+    shrink's bound trivially but says nothing about what its data is worth (CloudPhysics: intervals of writes
+    only, the data read back later). The bound is applied only once the cache in force has served
+    ``free_shrink_min_gets`` GETs at its size (here 3 full intervals: 0 or 300 GETs wait, 600 do not)."""
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    prices = Prices(memory_per_gib_hour=1000.0, miss=1e-4, switch=0.0, interval_s=10)
+    dec = MRCDecider(MRCControlSettings(free_shrink_min_gets=min_gets))
+    start = cur = RedisConfig(maxmemory=64 << 20, maxmemory_policy="allkeys-lru")
+    for _ in range(dec.settings.confirm):  # the bound's own wait: confirm full intervals at the size
+        cur = dec.decide(None, prices, gets, cur, space, misses=gets, full=True)
+    assert (cur.maxmemory < start.maxmemory) is shrinks
+
+
 def test_policy_gap_summary_counts_the_switches_that_would_lose() -> None:
     """bench mrc's evidence for ``policy_min_gain``: how often a predicted gap points the wrong way."""
     from cachetuner.mrc.bench import policy_gap_summary
