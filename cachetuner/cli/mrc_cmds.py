@@ -18,6 +18,9 @@ def bench_mrc_cmd(
     rate: Annotated[float, typer.Option("--rate", min=0.0001, max=1.0, help="base SHARDS sampling rate")] = 0.01,
     limit: Annotated[int, typer.Option("--limit", min=1, help="requests read per trace")] = 300_000,
     min_keys: Annotated[int, typer.Option("--min-keys", min=0, help="raise the rate to sample about this many keys")] = 500,
+    size_model: Annotated[str, typer.Option(
+        "--size-model", help="value sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | llm[:P,EMBED,MEDIAN,SIGMA] (per key, "
+        "replacing a trace's own), or native (a trace's own sizes, fixed:4096 where it has none)")] = "fixed:4096",
     json_out: JsonOpt = False,
 ) -> None:
     """Mean and max |hit-ratio error| (pp) of the curves vs full simulation, per policy and trace."""
@@ -29,13 +32,13 @@ def bench_mrc_cmd(
         fmts = dict(SHARED_TRACES)
         chosen = [(t.strip(), fmts.get(t.strip(), "auto")) for t in traces.split(",") if t.strip()]
     res = bench_mrc(chosen, cfg=MRCConfig(rate=rate, min_keys=min_keys), limit=limit,
-                    on_trace=lambda t: console.print(f"[dim]mrc bench: {t}[/dim]"))
+                    size_model=None if size_model == "native" else size_model, on_trace=lambda t: console.print(f"[dim]mrc bench: {t}[/dim]"))
     if json_out:
         emit_json(res)
         return
     from rich.table import Table
 
-    table = Table(title=f"miss-ratio curves at {rate:.0%} sampling vs full simulation (pp)")
+    table = Table(title=f"miss-ratio curves at {rate:.0%} sampling vs full simulation (pp), sizes {size_model}")
     for col in ("trace", "keys", *(f"{p} mean/max" for p in res["summary"]), "cost vs 1 sim"):
         table.add_column(col, justify="left" if col == "trace" else "right")
     for t in res["traces"]:

@@ -147,10 +147,14 @@ def bench_mrc(
     *,
     cfg: MRCConfig | None = None,
     limit: int | None = 1_000_000,
-    size_model: str = "fixed:4096",
+    size_model: str | None = "fixed:4096",
     on_trace: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Error and cost of the estimator on ``traces`` (default: every shared trace); one JSON-ready dict."""
+    """Error and cost of the estimator on ``traces`` (default: every shared trace); one JSON-ready dict.
+    ``size_model`` replaces every trace's value sizes (drawn once per key, seed 0); None keeps a trace's own
+    (``fixed:4096`` for traces without sizes). Why more than one: the curves of a byte-limited cache with
+    variable sizes have one more source of sampling error (a few large sampled values), and the product's
+    values (embeddings, generated answers) vary."""
     from cachetuner.traces import read_trace
 
     cfg = cfg or MRCConfig()
@@ -178,6 +182,7 @@ def bench_mrc(
         "min_keys": cfg.min_keys,
         "min_objects": cfg.min_objects,
         "n_sizes": cfg.n_sizes,
+        "size_model": size_model or "native",
         "traces": out,
         "summary": summary,
         "policy_gap": {k: policy_gap_summary(np.asarray(p), np.asarray(t)) for k, (p, t) in gaps.items()},

@@ -42,4 +42,9 @@ def test_live_protection_keeps_gold_resident(live_stack: LocalStack) -> None:
         live_gets = np.asarray(protected["tenants"][name]["gets_series"], dtype=np.float64)
         sim_gets = sim[name]["gets"][: len(live_gets)]
         assert len(live_gets) == len(sim[name]["gets"]) == 4
-        assert np.all(np.abs(live_gets - sim_gets) <= 0.04 * sim_gets), (name, live_gets, sim_gets)  # 1 s intervals: a batch may leave a few ms early
+        # each live boundary (a scrape, 1 s of wall time at speedup 60) may land a little early or late, which moves
+        # requests between neighbouring intervals but not across many: the cumulative counts agree within a tenth
+        # of an interval (~100 ms) at every boundary, while an interval's shift would be off by a whole interval
+        # (a per-interval 4 % bound failed once under CI load: 2818 vs 3040 live vs simulated, a 73 ms late boundary)
+        drift = np.abs(np.cumsum(live_gets) - np.cumsum(sim_gets))
+        assert np.all(drift <= 0.10 * float(np.mean(sim_gets))), (name, live_gets, sim_gets)
