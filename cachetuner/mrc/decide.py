@@ -358,7 +358,7 @@ class MRCDecider:
         worst_loss = float(prices.memory_cost(space.max_bytes) - prices.memory_cost(cur.maxmemory)) + switch
         return worst_loss <= share * self.misses * prices.miss
 
-    def _track_hits(self, cur: RedisConfig, hits: float, full: bool, gets: float = 0.0) -> None:
+    def _track_hits(self, cur: RedisConfig, hits: float, full: bool, gets: float) -> None:
         """Smoothed hits of the cache in force, restarted whenever its size or policy changes (the hits of
         another config say nothing about this one's worth) and started only once it has been full (a cache
         filling from cold hits less than it will); ``gets`` are summed alongside (free shrink's evidence)."""

@@ -44,7 +44,7 @@ def test_live_protection_keeps_gold_resident(live_stack: LocalStack) -> None:
         assert len(live_gets) == len(sim[name]["gets"]) == 4
         # each live boundary (a scrape, 2 s of wall time at speedup 30) may land a little early or late, which moves
         # requests between neighbouring intervals but not across many: the cumulative counts agree within a tenth
-        # of an interval (~100 ms) at every boundary, while an interval's shift would be off by a whole interval
+        # of an interval (~200 ms) at every boundary, while an interval's shift would be off by a whole interval
         # (at speedup 60, 1 s intervals, two CI runs under load failed: a per-interval 4 % bound, 2818 vs 3040 GETs, a
         # 73 ms late boundary; and an interval without a tenant snapshot. Speedup 30 gives each interval two scrapes)
         drift = np.abs(np.cumsum(live_gets) - np.cumsum(sim_gets))
