@@ -21,6 +21,9 @@ def bench_mrc_cmd(
     size_model: Annotated[str, typer.Option(
         "--size-model", help="value sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | llm[:P,EMBED,MEDIAN,SIGMA] (per key, "
         "replacing a trace's own), or native (a trace's own sizes, fixed:4096 where it has none)")] = "fixed:4096",
+    size_correction: Annotated[bool, typer.Option(
+        "--size-correction/--no-size-correction", help="place each miniature cache at the size its key sample stands "
+        "for (mrc.size_correction; off = the nominal sizes, the estimator before 2026-12-03)")] = True,
     json_out: JsonOpt = False,
 ) -> None:
     """Mean and max |hit-ratio error| (pp) of the curves vs full simulation, per policy and trace."""
@@ -31,7 +34,7 @@ def bench_mrc_cmd(
     if traces:
         fmts = dict(SHARED_TRACES)
         chosen = [(t.strip(), fmts.get(t.strip(), "auto")) for t in traces.split(",") if t.strip()]
-    res = bench_mrc(chosen, cfg=MRCConfig(rate=rate, min_keys=min_keys), limit=limit,
+    res = bench_mrc(chosen, cfg=MRCConfig(rate=rate, min_keys=min_keys, size_correction=size_correction), limit=limit,
                     size_model=None if size_model == "native" else size_model, on_trace=lambda t: console.print(f"[dim]mrc bench: {t}[/dim]"))
     if json_out:
         emit_json(res)

@@ -183,6 +183,7 @@ def bench_mrc(
         "min_objects": cfg.min_objects,
         "n_sizes": cfg.n_sizes,
         "size_model": size_model or "native",
+        "size_correction": cfg.size_correction,
         "traces": out,
         "summary": summary,
         "policy_gap": {k: policy_gap_summary(np.asarray(p), np.asarray(t)) for k, (p, t) in gaps.items()},
