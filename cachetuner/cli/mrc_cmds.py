@@ -23,7 +23,7 @@ def bench_mrc_cmd(
         "replacing a trace's own), or native (a trace's own sizes, fixed:4096 where it has none)")] = "fixed:4096",
     size_correction: Annotated[bool, typer.Option(
         "--size-correction/--no-size-correction", help="place each miniature cache at the size its key sample stands "
-        "for (mrc.size_correction; off = the nominal sizes, the estimator before 2026-12-03)")] = True,
+        "for (mrc.size_correction, off by default: the nominal sizes)")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Mean and max |hit-ratio error| (pp) of the curves vs full simulation, per policy and trace."""

@@ -69,11 +69,12 @@ class MRCConfig(BaseModel):
         "regression", description="hits credited per missing GET: 'regression' = sum(g h)/sum(g^2) over the sampled "
         "keys (cachetuner.mrc.window), 'shards' = 1 (SHARDS-adj)")
     size_correction: bool = Field(
-        True, description="place each miniature cache's point at the full-cache size its key sample stands for: a "
+        False, description="place each miniature cache's point at the full-cache size its key sample stands for: a "
         "sample whose GETs carry fewer (more) bytes than rate x the stream's has a smaller (larger) working set, so "
         "the miniature cache acts like a larger (smaller) full cache; the shift is damped by the byte regression's "
-        "slope, as a hot key's GETs say nothing about space (cachetuner.mrc.estimator; needs adjust). false = the "
-        "nominal sizes (the rule before 2026-12-03)")
+        "slope, as a hot key's GETs say nothing about space (cachetuner.mrc.estimator; needs adjust). Off by "
+        "default: it makes the curves closer to full simulation (bench mrc, LLM-sized values 1.01 -> 0.90 pp for "
+        "LRU) but the controllers' decisions on held-out suites no better (docs/mrc.md, 2026-12-03)")
     adjust_outlier_sd: float = Field(
         3.0, gt=0, description="regression: a deficit of GETs beyond this many sd of key-sampling noise is taken as "
         "unsampled hot keys and credited as hits")

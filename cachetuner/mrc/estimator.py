@@ -20,7 +20,8 @@ on the live path (the replayer's hash-sampled stream, sampled by the same hash, 
 
 Approximations (stated, measured by ``cachetuner bench mrc``):
 - sampling noise, largest at the sizes with the lowest rate; SHARDS-adj removes the bias a very hot
-  sampled (or unsampled) key would give every size;
+  sampled (or unsampled) key would give every size, and ``size_correction`` (off by default) the shift along the size
+  axis a sample carrying more or fewer bytes than its rate gives (:meth:`MRCEstimator._represented_sizes`);
 - Redis's fixed memory (empty instance + client buffers) is subtracted before scaling, and the
   miniature caches have none, no second tier and no latency model (hit ratios only);
 - every sampled key is charged the stream's mean key-name length;
