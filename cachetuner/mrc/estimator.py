@@ -285,17 +285,12 @@ class MRCEstimator:
         bias. But a deficit or surplus of GETs that comes from one hot key (resident at any size, its bytes
         a sliver of the cache) says nothing about the space the sample needs; the byte regression's slope
         ``b`` (:mod:`cachetuner.mrc.window`: close to 1 where the heaviest keys dominate the discrepancy) is
-        that share, so the shift uses ``f ** (1 - b)``. Without the sampling correction (``adjust`` off),
-        or before any GET, ``f = 1``."""
+        that share, so the shift uses ``f ** (1 - b)`` (:attr:`Counts.size_factor`). Without the sampling
+        correction (``adjust`` off), or before any GET, ``f = 1``."""
         x = np.empty(len(ms))
         for i, m in enumerate(ms):
-            c = m.long
             data = m.size - self._fixed
-            f = 1.0
-            if m.sim is not None and data > 0 and c.get_bytes > 0 and c.expected_bytes > 0:
-                b = min(max(c.pb / c.qb, 0.0), 1.0) if c.qb > 0 else 1.0
-                f = (c.expected_bytes / c.get_bytes) ** (1.0 - b)
-            x[i] = self._fixed + data * f if data > 0 else m.size
+            x[i] = self._fixed + data * m.long.size_factor if m.sim is not None and data > 0 else m.size
         return x
 
     def _restart_on_shift(self) -> None:

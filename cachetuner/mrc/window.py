@@ -105,13 +105,23 @@ class Counts:
         """Hits credited for ``missing`` GETs (negative: surplus) that a perfect sample would have held."""
         if self.slope is not None:
             return self.slope * missing
-        b = min(max(p / q, 0.0), 1.0) if q > 0 else 1.0
+        b = regression_slope(p, q)
         # a deficit beyond what the sampled keys' spread explains (sd = sqrt((1 - r) sum g^2)) means an
         # unsampled hot key, whose GETs hit (SHARDS-adj's case): from outlier_sd to twice that many sd
         # the credit moves linearly from slope b to slope 1
         sd = math.sqrt(max((1.0 - self.rate) * q, 0.0))
         w = min(max(missing / (self.outlier_sd * sd) - 1.0, 0.0), 1.0) if sd > 0 else float(missing > 0)
         return (b + w * (1.0 - b)) * missing
+
+    @property
+    def size_factor(self) -> float:
+        """How many times its nominal data a miniature cache fed by this sample stands for: ``f = expected_bytes /
+        get_bytes`` (the sample's GETs carried ``1/f`` of the bytes its rate promised, so its working set is that
+        much smaller), damped to ``f ** (1 - b)`` by the byte slope ``b``, the share of the discrepancy the heaviest
+        keys explain (a hot key's GETs say nothing about space). 1 before any GET (see ``size_correction``)."""
+        if self.get_bytes <= 0 or self.expected_bytes <= 0:
+            return 1.0
+        return float((self.expected_bytes / self.get_bytes) ** (1.0 - regression_slope(self.pb, self.qb)))
 
     @property
     def hit_ratio(self) -> float:
@@ -121,6 +131,11 @@ class Counts:
     def byte_hit_ratio(self) -> float:
         return ratio(self.byte_hits + self._credit(self.expected_bytes - self.get_bytes, self.pb, self.qb),
                      self.expected_bytes)
+
+
+def regression_slope(p: float, q: float) -> float:
+    """``sum(g h) / sum(g^2)`` clipped to [0, 1]; 1 (SHARDS-adj's slope) before any evidence."""
+    return min(max(p / q, 0.0), 1.0) if q > 0 else 1.0
 
 
 def ratio(a: float, b: float) -> float:
@@ -159,4 +174,4 @@ def shifted(pairs: Sequence[tuple[Counts, Counts]], min_evidence: float, thresho
     return len(diffs) >= 4 and sum(diffs) / len(diffs) > threshold
 
 
-__all__ = ["Counts", "counts_before", "ratio", "shifted"]
+__all__ = ["Counts", "counts_before", "ratio", "regression_slope", "shifted"]
