@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "cachetuner.cli.ab_cmds",
     "cachetuner.cli.ttl_cmds",
     "cachetuner.cli.mrc_cmds",
+    "cachetuner.cli.recommend_cmds",
     "cachetuner.cli.sweep_cmds",
     "cachetuner.cli.demo",
 )

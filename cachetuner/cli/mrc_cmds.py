@@ -9,12 +9,15 @@ import typer
 from cachetuner.cli.app import app, bench_app, console, emit_json, out
 from cachetuner.cli.trace_options import JsonOpt
 
+#: ``--traces`` of the benchmarks over the shared traces.
+SharedTracesOpt = Annotated[
+    str | None, typer.Option("--traces", help="comma-separated shared trace paths (relative to shared/traces); default: all")
+]
+
 
 @bench_app.command("mrc")
 def bench_mrc_cmd(
-    traces: Annotated[
-        str | None, typer.Option("--traces", help="comma-separated shared trace paths (relative to shared/traces); default: all")
-    ] = None,
+    traces: SharedTracesOpt = None,
     rate: Annotated[float, typer.Option("--rate", min=0.0001, max=1.0, help="base SHARDS sampling rate")] = 0.01,
     limit: Annotated[int, typer.Option("--limit", min=1, help="requests read per trace")] = 300_000,
     min_keys: Annotated[int, typer.Option("--min-keys", min=0, help="raise the rate to sample about this many keys")] = 500,
@@ -28,13 +31,9 @@ def bench_mrc_cmd(
 ) -> None:
     """Mean and max |hit-ratio error| (pp) of the curves vs full simulation, per policy and trace."""
     from cachetuner.mrc import MRCConfig
-    from cachetuner.mrc.bench import SHARED_TRACES, bench_mrc
+    from cachetuner.mrc.bench import bench_mrc, choose_shared
 
-    chosen = None
-    if traces:
-        fmts = dict(SHARED_TRACES)
-        chosen = [(t.strip(), fmts.get(t.strip(), "auto")) for t in traces.split(",") if t.strip()]
-    res = bench_mrc(chosen, cfg=MRCConfig(rate=rate, min_keys=min_keys, size_correction=size_correction), limit=limit,
+    res = bench_mrc(choose_shared(traces), cfg=MRCConfig(rate=rate, min_keys=min_keys, size_correction=size_correction), limit=limit,
                     size_model=None if size_model == "native" else size_model, on_trace=lambda t: console.print(f"[dim]mrc bench: {t}[/dim]"))
     if json_out:
         emit_json(res)

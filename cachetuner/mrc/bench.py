@@ -21,8 +21,8 @@ from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.estimator import MRCEstimator
+from cachetuner.mrc.offline import default_bounds, whole_trace_curves
 from cachetuner.sim.params import SimParams
-from cachetuner.sim.sizing import working_set_charge
 from cachetuner.traces.trace import Trace
 
 
@@ -55,6 +55,14 @@ SHARED_TRACES: tuple[tuple[str, str], ...] = (
     ("lirs/multi2.trace", "lirs"),
     ("lirs/multi3.trace", "lirs"),
 )
+
+
+def choose_shared(traces: str | None) -> list[tuple[str, str]] | None:
+    """``--traces a,b``: (path, format) pairs, the format known for the shared traces (else "auto"); None = all."""
+    if not traces:
+        return None
+    fmts = dict(SHARED_TRACES)
+    return [(t.strip(), fmts.get(t.strip(), "auto")) for t in traces.split(",") if t.strip()]
 
 
 @dataclass
@@ -90,21 +98,11 @@ class TraceResult:
 
 
 def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: int = 20_000) -> TraceResult:
-    ws = int(working_set_charge(trace, params) + params.fixed_bytes)
-    lo, hi = max(int(0.02 * ws), 1), ws
-    obj = (ws - params.fixed_bytes) / max(trace.n_keys, 1)
-    cfg = cfg.model_copy(update={"half_life_gets": 1e15})  # whole-trace window: compare with a whole run
-    _warm_up(trace, cfg, params)
+    warm_up(trace, cfg, params)
     t0 = time.perf_counter()
-    est = MRCEstimator(cfg, (lo, hi), n_keys_hint=trace.n_keys, mean_object_bytes=obj, sim_params=params,
-                       key_bytes=int(np.mean(trace.key_bytes)) if trace.n_keys else None, read_only=trace.read_only)
+    curves, est = whole_trace_curves(trace, cfg, params, default_bounds(trace, params), chunk=interval)
     n = len(trace)
-    for i in range(0, n, interval):
-        j = min(n, i + interval)
-        est.update(RequestSample(keys=trace.keys[i:j], sizes=trace.sizes[i:j], timestamps=trace.timestamps[i:j],
-                                 ops=trace.ops[i:j], ttls=trace.ttls[i:j], rate=1.0))
     t_est = time.perf_counter() - t0
-    curves = est.curves()
     from cachetuner.sim import TieredCacheSim
 
     full_params = params.model_copy(update={"model_latency": False})
@@ -130,7 +128,7 @@ def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: in
     return res
 
 
-def _warm_up(trace: Trace, cfg: MRCConfig, params: SimParams) -> None:
+def warm_up(trace: Trace, cfg: MRCConfig, params: SimParams) -> None:
     """Load numba's compiled kernels and the latency tables before anything is timed."""
     n = min(len(trace), 2000)
     est = MRCEstimator(cfg.model_copy(update={"n_sizes": 4}), (1 << 20, 1 << 24), n_keys_hint=trace.n_keys,
