@@ -40,6 +40,19 @@ class OptunaSettings(BaseModel):
     n_startup_trials: int = Field(8, ge=1)
 
 
+class SizedOnceSettings(BaseModel):
+    """``sized-once``: how long the operator measures before sizing the cache."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    observe_intervals: int = Field(
+        30, ge=1, description="intervals run at the initial config before the one decision (5 min at 10 s)"
+    )
+    min_weight: float = Field(
+        500.0, gt=0, description="and until every curve point rests on this many windowed sampled GETs (mrc's)"
+    )
+
+
 class OracleSettings(BaseModel):
     """Receding-horizon hindsight oracle (see :class:`cachetuner.control.hindsight.Oracle`)."""
 
@@ -61,7 +74,9 @@ class ControlSettings(BaseModel):
     mrc: MRCControlSettings = Field(default_factory=MRCControlSettings)
     hill_climb: HillClimbSettings = Field(default_factory=HillClimbSettings)
     optuna: OptunaSettings = Field(default_factory=OptunaSettings)
+    sized_once: SizedOnceSettings = Field(default_factory=SizedOnceSettings)
     oracle: OracleSettings = Field(default_factory=OracleSettings)
 
 
-__all__ = ["ControlSettings", "GridSettings", "HillClimbSettings", "MRCControlSettings", "OptunaSettings", "OracleSettings"]
+__all__ = ["ControlSettings", "GridSettings", "HillClimbSettings", "MRCControlSettings", "OptunaSettings", "OracleSettings",
+           "SizedOnceSettings"]
