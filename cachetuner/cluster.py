@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from cachetuner.errors import ConfigError, ServiceError
+from cachetuner.errors import CacheTunerError, ConfigError, ServiceError
 
 INSTALL_HINT = "pip install 'cachetuner[ray]' (or: make install)"
 _ADDRESS = re.compile(r"^(auto|local|ray://[^\s:/]+:\d+|[^\s:/]+:\d+)$")
@@ -118,6 +118,19 @@ def _call_in(workdir: str | None, fn: Callable[..., Any], args: tuple[Any, ...])
     return fn(*args), node_info()
 
 
+def _get(ray: Any, ref: Any) -> Any:
+    """``ray.get(ref)``, but a user error raised in the task (a :class:`CacheTunerError`: a missing trace, a bad
+    field) comes back as itself, one line, not wrapped in the worker's traceback."""
+    from ray.exceptions import RayTaskError
+
+    try:
+        return ray.get(ref)
+    except RayTaskError as e:
+        if isinstance(e.cause, CacheTunerError):
+            raise e.cause from None
+        raise
+
+
 def map_tasks(
     fn: Callable[..., Any],
     arg_tuples: Sequence[tuple[Any, ...]],
@@ -142,7 +155,7 @@ def map_tasks(
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
                 i = index[ref.hex()]
-                results[i], nodes[i] = ray.get(ref)
+                results[i], nodes[i] = _get(ray, ref)
                 if on_done is not None:
                     on_done(i, results[i])
         return results, nodes
