@@ -151,6 +151,10 @@ def _print(result: dict) -> None:
     unit = "budget" if p["budget_bytes"] is not None else f"${p['memory_per_gib_hour']:g}/GiB-h"
     out.print(f"[bold]{result['trace']}[/bold]: {result['requests']:,} requests over {result['duration_s'] / 3600:.2f} h "
               f"({result['gets_per_hour']:,.0f} GETs/h); prices {unit}, ${p['per_miss']:g}/miss")
+    if result["timing"].startswith("uniform"):
+        out.print(f"[yellow]timing {result['timing']}: the trace has no timestamps; the $/hour scale with --rate[/yellow]")
+    if result["size_model"] not in ("", "from trace"):
+        out.print(f"[yellow]value sizes {result['size_model']} (the trace has none, or --size-model replaced them)[/yellow]")
     out.print(f"[bold green]recommended: maxmemory {r['maxmemory']:,} B ({r['maxmemory'] / _MIB:,.1f} MiB), "
               f"{r['maxmemory_policy']}[/bold green]; predicted hit ratio {r['predicted_hit_ratio']:.3f}, "
               f"${r['predicted_cost_per_hour']:,.4g}/h")

@@ -72,6 +72,8 @@ class Recommendation:
     tolerance: float
     band: tuple[int, int]  # sizes of the best policy within ``tolerance`` of the optimum (contiguous)
     sampled_share: float
+    timing: str = ""  # the trace's "from trace" or "uniform at R req/s": the dollars per hour scale with it
+    size_model: str = ""
     replays: dict[str, Replayed] = field(default_factory=dict)  # "recommended", "current"
     grid: list[Replayed] = field(default_factory=list)  # hindsight check: every (size, policy) of the grid
 
@@ -96,6 +98,8 @@ class Recommendation:
         out: dict[str, Any] = {
             "trace": self.trace,
             "requests": self.requests,
+            "timing": self.timing,
+            "size_model": self.size_model,
             "duration_s": round(self.duration_s, 3),
             "gets_per_hour": round(self.gets_per_hour, 3),
             "working_set_bytes": self.working_set_bytes,
@@ -192,7 +196,8 @@ def recommend(
         trace=trace.name, requests=n, gets_per_hour=gets_per_hour, duration_s=hours * 3600.0, working_set_bytes=ws,
         bounds=(int(lo), int(hi)), memory_per_gib_hour=memory_per_gib_hour, per_miss=per_miss,
         budget_bytes=budget_bytes, curves=curves, cost=costs, tolerance=tolerance,
-        band=_band(costs, tolerance), sampled_share=float(est.sampled_share),
+        band=_band(costs, tolerance), sampled_share=float(est.sampled_share), timing=_timing(trace),
+        size_model=str(trace.meta.get("size_model", "")),
     )
     todo: list[tuple[str, RedisConfig]] = []
     if verify:
@@ -227,6 +232,12 @@ def replay(trace: Trace, config: RedisConfig, rec: Recommendation, params: SimPa
     pol = config.maxmemory_policy
     pred = float(rec.curves.monotone().hit_ratio(pol, config.maxmemory)) if pol in rec.curves.policies else float("nan")
     return Replayed(label, pol, int(config.maxmemory), float(hr), pred, mem, misses, mem + rec.per_miss * misses)
+
+
+def _timing(trace: Trace) -> str:
+    timing = str(trace.meta.get("timing", ""))
+    rate = trace.meta.get("rate")
+    return f"uniform at {float(rate):g} req/s" if timing.startswith("uniform") and rate else timing
 
 
 def _largest_of_ties(costs: CostCurve) -> CostCurve:

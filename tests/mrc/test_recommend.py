@@ -86,10 +86,12 @@ def test_cli_json_and_table(web07, tmp_path: Path) -> None:
     assert data["replays"]["current"]["policy"] == "allkeys-lfu"
     assert len(data["curves"]["sizes"]) == 24 and set(data["curves"]["hit_ratio"]) == {"allkeys-lru", "allkeys-lfu"}
     assert "mlflow_run_id" not in data
+    assert data["timing"] == "uniform at 100 req/s" and data["size_model"] == "fixed:4096"
     assert (tmp_path / "r.png").stat().st_size > 10_000
     table = runner.invoke(app, args)
     assert table.exit_code == 0, table.output
     assert "recommended: maxmemory" in table.stdout and "recommended vs current" in table.stdout
+    assert "the trace has no timestamps" in table.stdout
 
 
 def test_run_is_logged_to_mlflow_with_its_figure(tmp_path: Path, mlflow_store, monkeypatch) -> None:
