@@ -52,6 +52,13 @@ def bench_mrc_cmd(
 
 
 
+def summary_line(doc: str | None) -> str:
+    """A docstring's first paragraph on one line, RST double backticks as single ones (the listing's
+    summary: the first *line* alone cut most of them mid-sentence)."""
+    first = (doc or "").strip().split("\n\n")[0]
+    return " ".join(first.split()).replace("``", "`")
+
+
 @app.command("controllers")
 def controllers_cmd(json_out: JsonOpt = False) -> None:
     """List the registered controllers: name, whether it needs the future (hindsight), what it does."""
@@ -60,7 +67,7 @@ def controllers_cmd(json_out: JsonOpt = False) -> None:
     rows = []
     for name in controller_names():
         cls = CONTROLLERS.get(name)
-        doc = (cls.__doc__ or "").strip().split("\n")[0]
+        doc = summary_line(cls.__doc__)
         rows.append({"name": name, "hindsight": bool(getattr(cls, "hindsight", False)), "summary": doc})
     if json_out:
         emit_json({"controllers": rows})
