@@ -192,6 +192,8 @@ def bench_recommend_cmd(
         "--size-model", help="value sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | llm | native (a trace's own)")] = "fixed:4096",
     limit: Annotated[int, typer.Option("--limit", min=1, help="requests read per trace")] = 300_000,
     grid: Annotated[int, typer.Option("--grid", min=2, max=200, help="log-spaced sizes replayed per policy (hindsight check)")] = 16,
+    split: Annotated[float | None, typer.Option(
+        "--split", min=0.05, max=0.95, help="recommend from this first share of each trace, judge on the rest (sizing from last week's traffic)")] = None,
     sample_rate: SampleRateOpt = 0.01,
     json_out: JsonOpt = False,
 ) -> None:
@@ -203,7 +205,7 @@ def bench_recommend_cmd(
     price_cfg = prices_from_options(prices, None, memory_price, miss_price)
     mem, miss = price_cfg.resolve()
     res = bench_recommend(choose_shared(traces), memory_per_gib_hour=mem, per_miss=miss, rate=rate,
-                          size_model=None if size_model == "native" else size_model, limit=limit, grid=grid,
+                          size_model=None if size_model == "native" else size_model, limit=limit, grid=grid, split=split,
                           cfg=MRCConfig(rate=sample_rate), on_trace=lambda t: console.print(f"[dim]recommend bench: {t}[/dim]"))
     res["prices"]["preset"] = price_cfg.preset
     if json_out:
@@ -211,7 +213,8 @@ def bench_recommend_cmd(
         return
     from rich.table import Table
 
-    table = Table(title=f"recommend vs the best of a {grid}-size replayed grid ({price_cfg.preset} prices, {rate:g} req/s)")
+    where = "" if split is None else f", sized on the first {split:.0%}, judged on the rest"
+    table = Table(title=f"recommend vs the best of a {grid}-size replayed grid ({price_cfg.preset} prices, {rate:g} req/s{where})")
     for col in ("trace", "recommended", "best on grid", "regret", "savings vs default", "cost predicted vs replayed"):
         table.add_column(col, justify="left" if col == "trace" else "right")
     for t in res["traces"]:

@@ -18,8 +18,8 @@ import numpy as np
 from cachetuner.config import RedisConfig
 from cachetuner.mrc.bench import SHARED_TRACES, shared_traces_dir, warm_up
 from cachetuner.mrc.config import MRCConfig
-from cachetuner.mrc.offline import full_size
-from cachetuner.mrc.recommend import recommend, replay
+from cachetuner.mrc.offline import default_bounds, full_size
+from cachetuner.mrc.recommend import gets_per_hour, recommend, replay
 from cachetuner.sim.params import SimParams
 
 #: The env's static default: ``bounds.initial_fraction`` of the working set under ``allkeys-lru``.
@@ -35,10 +35,14 @@ def bench_recommend(
     size_model: str | None = "fixed:4096",
     limit: int | None = 300_000,
     grid: int = 16,
+    split: float | None = None,
     cfg: MRCConfig | None = None,
     on_trace: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """One JSON-ready dict: per trace and summarised (mean and worst regret, savings, prediction error)."""
+    """One JSON-ready dict: per trace and summarised (mean and worst regret, savings, prediction error).
+
+    ``split`` (in (0, 1)): recommend from the first ``split`` of each trace and judge it on the rest (the
+    static default, the grid and the replays all on the rest): an operator sizing from last week's traffic."""
     from cachetuner.traces import read_trace
 
     params = SimParams()
@@ -49,18 +53,25 @@ def bench_recommend(
             on_trace(rel)
         path = rel if rel.startswith(("bundled:", "synthetic:")) else str(root / rel)
         trace = read_trace(path, format=fmt, size_model=size_model, rate=rate, limit=limit)
-        default = RedisConfig(maxmemory=int(DEFAULT_FRACTION * full_size(trace, params)))
+        learn, judge = trace, trace
+        if split is not None:
+            k = int(split * len(trace))
+            learn, judge = trace.slice(0, k), trace.slice(k, len(trace))
+        default = RedisConfig(maxmemory=int(DEFAULT_FRACTION * full_size(judge, params)))
         warm_up(trace, cfg or MRCConfig(), params)
         t0 = time.perf_counter()
-        rec = recommend(trace, memory_per_gib_hour=memory_per_gib_hour, per_miss=per_miss, cfg=cfg, params=params,
+        rec = recommend(learn, memory_per_gib_hour=memory_per_gib_hour, per_miss=per_miss, cfg=cfg, params=params,
                         verify=False)
         t_rec = time.perf_counter() - t0
+        gph = gets_per_hour(judge)
         t1 = time.perf_counter()
-        got = replay(trace, RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy), rec, params, "recommended")  # type: ignore[arg-type]
+        got = replay(judge, RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy), rec, params,  # type: ignore[arg-type]
+                     "recommended", gets_per_hour=gph)
         t_one = time.perf_counter() - t1
-        base = replay(trace, default, rec, params, "static-default")
-        sizes = np.unique(np.geomspace(*rec.bounds, grid).round().astype(np.int64))
-        points = [replay(trace, RedisConfig(maxmemory=int(s), maxmemory_policy=p), rec, params, "grid")  # type: ignore[arg-type]
+        base = replay(judge, default, rec, params, "static-default", gets_per_hour=gph)
+        lo, hi = rec.bounds if split is None else default_bounds(judge, params)
+        sizes = np.unique(np.geomspace(lo, hi, grid).round().astype(np.int64))
+        points = [replay(judge, RedisConfig(maxmemory=int(s), maxmemory_policy=p), rec, params, "grid", gets_per_hour=gph)  # type: ignore[arg-type]
                   for p in rec.cost.cost for s in sizes]
         best = min(points, key=lambda r: r.cost_per_hour)
         rows.append({
@@ -71,7 +82,7 @@ def bench_recommend(
             "regret": round(got.cost_per_hour / best.cost_per_hour - 1, 6),
             "savings_vs_default": round(1 - got.cost_per_hour / base.cost_per_hour, 6),
             "grid_savings_vs_default": round(1 - best.cost_per_hour / base.cost_per_hour, 6),
-            "predicted_cost_error": round(rec.cost.best_cost / got.cost_per_hour - 1, 6),
+            "predicted_cost_error": round(rec.cost.best_cost / got.cost_per_hour - 1, 6),  # with split: learned vs judged
             "hit_ratio": {"predicted": round(rec.predicted_hit_ratio, 6), "replayed": round(got.hit_ratio, 6)},
             "recommend_cost_vs_one_replay": round(t_rec / max(t_one, 1e-9), 3),
         })
@@ -79,7 +90,7 @@ def bench_recommend(
     err = np.abs([r["predicted_cost_error"] for r in rows])
     return {
         "prices": {"memory_per_gib_hour": memory_per_gib_hour, "per_miss": per_miss},
-        "rate": rate, "size_model": size_model or "native", "limit": limit, "grid": grid,
+        "rate": rate, "size_model": size_model or "native", "limit": limit, "grid": grid, "split": split,
         "sample_rate": (cfg or MRCConfig()).rate,
         "traces": rows,
         "summary": {

@@ -179,8 +179,8 @@ def recommend(
     if lo >= hi:
         raise ConfigError(f"bounds: min {lo:,} B >= max {hi:,} B")
     hours = trace_hours(trace)
-    gets_per_hour = int(np.count_nonzero(trace.ops == Op.GET)) / hours
-    if gets_per_hour <= 0:
+    gph = gets_per_hour(trace)
+    if gph <= 0:
         raise ConfigError(f"{trace.name}: the trace has no GETs; there are no misses to price")
     n = len(trace)
     sample = (lambda done: on_progress("sample", done, n)) if on_progress is not None else None
@@ -188,12 +188,12 @@ def recommend(
     if not curves.policies:
         raise ConfigError(f"{trace.name}: too few sampled requests for a curve; raise --rate")
     hourly = Prices(memory_per_gib_hour=memory_per_gib_hour, miss=per_miss, interval_s=3600.0, budget_bytes=budget_bytes)
-    costs = cost_curve(curves, hourly, gets_per_hour, (lo, hi), policies=list(cfg.policies))
+    costs = cost_curve(curves, hourly, gph, (lo, hi), policies=list(cfg.policies))
     if not costs.cost:
         raise ConfigError(f"{trace.name}: no policy has a complete curve; raise --rate")
     costs = _largest_of_ties(costs)
     rec = Recommendation(
-        trace=trace.name, requests=n, gets_per_hour=gets_per_hour, duration_s=hours * 3600.0, working_set_bytes=ws,
+        trace=trace.name, requests=n, gets_per_hour=gph, duration_s=hours * 3600.0, working_set_bytes=ws,
         bounds=(int(lo), int(hi)), memory_per_gib_hour=memory_per_gib_hour, per_miss=per_miss,
         budget_bytes=budget_bytes, curves=curves, cost=costs, tolerance=tolerance,
         band=_band(costs, tolerance), sampled_share=float(est.sampled_share), timing=_timing(trace),
@@ -220,15 +220,18 @@ def recommend(
     return rec
 
 
-def replay(trace: Trace, config: RedisConfig, rec: Recommendation, params: SimParams, label: str) -> Replayed:
-    """Replay all of ``trace`` through the full simulator at ``config`` and price it as ``rec`` prices."""
+def replay(
+    trace: Trace, config: RedisConfig, rec: Recommendation, params: SimParams, label: str, *, gets_per_hour: float | None = None
+) -> Replayed:
+    """Replay all of ``trace`` through the full simulator at ``config`` and price it as ``rec`` prices (at
+    ``gets_per_hour``, default ``rec``'s: another stretch of traffic has its own rate)."""
     from cachetuner.sim import TieredCacheSim
 
     full = params.model_copy(update={"model_latency": False})
     counts = TieredCacheSim.for_trace(trace, config, full).run_counts(trace, 0, len(trace))
     hr = counts.hit_ratio
     mem = rec.memory_per_gib_hour * config.maxmemory / _GIB
-    misses = rec.gets_per_hour * (1.0 - hr)
+    misses = (rec.gets_per_hour if gets_per_hour is None else gets_per_hour) * (1.0 - hr)
     pol = config.maxmemory_policy
     pred = float(rec.curves.monotone().hit_ratio(pol, config.maxmemory)) if pol in rec.curves.policies else float("nan")
     return Replayed(label, pol, int(config.maxmemory), float(hr), pred, mem, misses, mem + rec.per_miss * misses)
@@ -262,4 +265,9 @@ def _band(costs: CostCurve, tolerance: float) -> tuple[int, int]:
     return int(costs.sizes[i]), int(costs.sizes[j])
 
 
-__all__ = ["Recommendation", "Replayed", "recommend", "replay", "trace_hours"]
+def gets_per_hour(trace: Trace) -> float:
+    """GETs per hour of ``trace`` on its own clock."""
+    return int(np.count_nonzero(trace.ops == Op.GET)) / trace_hours(trace)
+
+
+__all__ = ["Recommendation", "Replayed", "gets_per_hour", "recommend", "replay", "trace_hours"]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -141,3 +142,23 @@ def test_bench_recommend_reports_regret_savings_and_prediction_error() -> None:
     assert row["savings_vs_default"] > 0  # the static default (25 % of the working set) is too small here
     assert abs(row["predicted_cost_error"]) < 0.05
     assert data["summary"]["regret"]["max"] == row["regret"]
+
+
+def test_bench_recommend_split_sizes_on_the_past_and_judges_on_the_rest(web07) -> None:
+    """``--split 0.5``: the recommendation comes from the first half only (so it cannot depend on the second),
+    and everything it is judged by (the static default, the grid, the replays) runs on the second half."""
+    from cachetuner.mrc.bench_recommend import bench_recommend
+    from cachetuner.mrc.recommend import gets_per_hour
+
+    prices = _prices("scaled")
+    res = bench_recommend([("bundled:web07", "auto")], **prices, grid=4, split=0.5)
+    (row,) = res["traces"]
+    assert res["split"] == 0.5 and row["requests"] == 25_000  # the requests it was sized on
+    first = recommend(web07.slice(0, 25_000), **prices, verify=False)
+    assert row["recommended"] == {"maxmemory": first.maxmemory, "maxmemory_policy": first.policy}
+    second = web07.slice(25_000, 50_000)
+    grid = set(np.unique(np.geomspace(*default_bounds(second, SimParams()), 4).round().astype(np.int64)).tolist())
+    assert default_bounds(second, SimParams()) != first.bounds
+    assert row["best_on_grid"]["maxmemory"] in grid  # the grid was laid over the second half's working set
+    assert gets_per_hour(second) == pytest.approx(25_000 / (250 / 3600))
+    assert abs(row["regret"]) < 0.1
