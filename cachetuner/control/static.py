@@ -54,6 +54,21 @@ class FixedConfig:
         return self.config
 
 
+@register_controller("recommended")
+class Recommended(FixedConfig):
+    """The static config `cachetuner recommend` computes on a stretch of history, held for the whole run: an
+    operator who sized the cache from last week's traffic with the curves. A suite with `history:` builds it from
+    the part of each trace it does not replay (`config=` otherwise)."""
+
+    name = "recommended"
+
+    def __init__(self, settings: ControlSettings, seed: int = 0, config: RedisConfig | dict[str, Any] | None = None) -> None:
+        if config is None:
+            raise ConfigError("controller 'recommended' needs history: list it in a suite with `history:` (the share of "
+                              "each trace it is sized on), or give config=")
+        super().__init__(settings, seed, config=config)
+
+
 @register_controller("current")
 class KeepCurrent:
     """Never changes anything: the cache keeps the configuration it has (set by the daemon or by hand).

@@ -49,6 +49,10 @@ class WorkloadSpec(BaseModel):
     rate: float | None = Field(None, gt=0, description="requests/s for traces without timestamps")
     seed: int = 0
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
+    skip: int = Field(
+        0, ge=0, description="then drop this many requests from the start: the episode replays the rest (a suite's "
+        "`history:` is the part dropped; the key space stays the whole trace's)"
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="synthetic workload parameters")
     weight: float = Field(1.0, gt=0, description="sampling weight among workloads at reset")
     ttl: str | None = Field(

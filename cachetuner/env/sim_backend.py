@@ -65,6 +65,10 @@ def load_workload(spec: WorkloadSpec) -> Trace:
         trace = read_trace(spec.trace, spec.format, **kwargs)
     if spec.ttl is not None:
         trace = apply_ttl_policy(trace, spec.ttl)
+    if spec.skip:
+        if spec.skip >= len(trace):
+            raise ConfigError(f"skip {spec.skip:,} leaves nothing of its {len(trace):,} requests")
+        trace = trace.slice(spec.skip, len(trace))
     if len(trace) == 0:
         raise ConfigError(f"env.workloads: {spec.trace} has no requests")
     _TRACE_CACHE[key] = trace

@@ -30,8 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 
 from cachetuner.agent.config import TrainConfig
-from cachetuner.control import build_controllers
+from cachetuner.config import RedisConfig
+from cachetuner.control import make_controller
 from cachetuner.control.learned import PolicyArtifact, load_policy
+from cachetuner.env import EnvConfig
 from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
@@ -119,6 +121,10 @@ class SuiteConfig(BaseModel):
     )
     seeds: list[int] = Field(default_factory=lambda: [0])
     intervals: int | None = Field(None, ge=1, description="episode length; None = whole traces")
+    history: float | None = Field(
+        None, gt=0, lt=1, description="replay only the rest of each trace after this share; the `recommended` "
+        "controller is sized on that share with `cachetuner recommend` (an operator with last week's traffic)"
+    )
     full: SuiteVariant | None = None
 
     _prices = field_validator("prices")(_check_prices)
@@ -175,15 +181,48 @@ def cached_policy(model: str) -> PolicyArtifact:
 
 
 def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteTrace, price: PriceEntry, seed: int,
-               intervals: int | None) -> dict[str, Any]:
-    """One cell: every controller on one trace, price regime and seed (a Ray task, or called in turn)."""
+               intervals: int | None, history: float | None = None) -> dict[str, Any]:
+    """One cell: every controller on one trace, price regime and seed (a Ray task, or called in turn). With
+    ``history``, the cell replays the rest of the trace after that share, and ``recommended`` is sized on it."""
     artifact = cached_policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
                                 seed=seed, limit=tr.limit, intervals=intervals,
                                 prices=price)
-    ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
+    params: dict[str, dict[str, Any]] = {}
+    if history is not None:
+        env_cfg, params["recommended"] = _with_history(env_cfg, history)
+    ctls = {n: make_controller(n, cfg.controllers, seed, **({"model": artifact} if n == "ppo" else params.get(n, {})))
+            for n in names}
     rep = evaluate_controllers(env_cfg, ctls, seed=seed)
-    return {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json()}
+    out = {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json()}
+    if history is not None:
+        out["history"] = {"share": history, "requests": env_cfg.workloads[0].skip}
+    return out
+
+
+def _with_history(env_cfg: EnvConfig, history: float) -> tuple[EnvConfig, dict[str, Any]]:
+    """The env replaying the trace after its first ``history`` share, and the ``recommended`` controller's config:
+    ``cachetuner recommend`` on that share at the cell's prices (under a budget, the cap as a share of its working
+    set; the env clips to its own)."""
+    from cachetuner.env.sim_backend import load_workload
+    from cachetuner.mrc.offline import full_size
+    from cachetuner.mrc.recommend import recommend
+    from cachetuner.sim.params import SimParams
+
+    spec = env_cfg.workloads[0]
+    trace = load_workload(spec)
+    skip = int(history * len(trace))
+    past = trace.slice(0, skip)
+    mem, miss = env_cfg.prices.resolve() if env_cfg.prices is not None else (
+        env_cfg.reward.memory_cost_per_gb_hour, env_cfg.reward.miss_cost)
+    budget = None
+    if env_cfg.prices is not None and env_cfg.prices.budget is not None:
+        p = env_cfg.prices
+        budget = p.budget_bytes if p.budget_bytes is not None else int(p.budget_fraction * full_size(past, SimParams()))  # type: ignore[operator]
+    rec = recommend(past, memory_per_gib_hour=mem, per_miss=miss, budget_bytes=budget, verify=False)
+    config = RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy)  # type: ignore[arg-type]
+    env_cfg = env_cfg.model_copy(update={"workloads": [spec.model_copy(update={"skip": skip})]})
+    return env_cfg, {"config": config}
 
 
 def run_suite(
@@ -220,9 +259,13 @@ def run_suite(
             if Path(t.trace).name in trained or t.trace in trained:
                 raise ConfigError(f"{path}: trace {t.trace!r} is in the model's training workloads; a suite needs held-out traces")
     grid = [(t, p, s) for t in suite.traces for p in suite.prices for s in suite.seeds]
-    args = [(cfg, names, None if artifact is None else str(model), tr, p, s, suite.intervals) for tr, p, s in grid]
+    if "recommended" in names and suite.history is None:
+        raise ConfigError(f"{path}: controller 'recommended' needs `history:` (the share of each trace it is sized on)")
+    args = [(cfg, names, None if artifact is None else str(model), tr, p, s, suite.intervals, suite.history)
+            for tr, p, s in grid]
     params = {"controllers": ",".join(names), "prices": ",".join(map(price_label, suite.prices)),
-              "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces)}
+              "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces),
+              "history": str(suite.history)}
     return track_cells(
         suite_cell, args, name=f"suite-{suite.name}{'-full' if full else ''}", experiment="cachetuner-suite", kind="suite",
         params=params, tracking_uri=tracking_uri, console=console, ray_address=ray_address, num_cpus=num_cpus,

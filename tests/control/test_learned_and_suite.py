@@ -116,6 +116,49 @@ def test_suite_end_to_end(tmp_path: Path, mlflow_store) -> None:
     assert len(runs) == 3  # the parent and one child per cell
 
 
+def test_a_suite_with_history_replays_the_rest_and_sizes_recommended_on_the_past(tmp_path: Path, mlflow_store) -> None:
+    """``history: 0.5``: every controller runs on the second half only, and ``recommended`` holds what
+    ``cachetuner recommend`` computes on the first half at the cell's prices; listing it without history, or
+    building it without a config, is one line naming what is missing."""
+    from cachetuner.env.prices import PricesConfig
+    from cachetuner.mrc.recommend import recommend
+    from cachetuner.reports.suite import run_suite
+    from cachetuner.traces import read_trace
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"experiment": "suite-test", "total_timesteps": 1, "env": TINY_ENV,
+                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
+    doc = {"name": "tiny", "model": None, "config": str(exp), "history": 0.5,
+           "controllers": ["mrc", "recommended", "static-default", "best-static"],
+           "traces": [{"trace": "synthetic:zipf", "name": "zipf", "size_model": None, "rate": 200, "limit": 32000}],
+           "prices": ["scaled"], "seeds": [0]}
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump(doc))
+    res = run_suite(suite, tracking_uri=mlflow_store(tmp_path))
+    (cell,) = res["cells"]
+    assert cell["history"] == {"share": 0.5, "requests": 16000}
+    trace = read_trace("synthetic:zipf", rate=200, limit=32000)
+    mem, miss = PricesConfig(preset="scaled").resolve()
+    past = recommend(trace.slice(0, 16000), memory_per_gib_hour=mem, per_miss=miss, verify=False)
+    row = cell["tuners"]["recommended"]
+    assert row["config_changes"] == 0
+    assert row["mean_maxmemory_bytes"] == pytest.approx(min(max(past.maxmemory, 1_500_000), 9_000_000))
+    # the episode is the second half: 16,000 requests at 200 req/s, 8 intervals of 10 s
+    assert cell["tuners"]["static-default"]["intervals"] == 8
+    doc.pop("history")
+    suite.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="controller 'recommended' needs `history:`"):
+        run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db")
+    with pytest.raises(ConfigError, match="needs history"):
+        make_controller("recommended")
+    from cachetuner.env import WorkloadSpec
+    from cachetuner.env.sim_backend import load_workload
+
+    assert len(load_workload(WorkloadSpec(trace="synthetic:zipf", rate=200, limit=300, skip=100))) == 200
+    with pytest.raises(ConfigError, match="skip 300 leaves nothing of its 300 requests"):
+        load_workload(WorkloadSpec(trace="synthetic:zipf", rate=200, limit=300, skip=300))
+
+
 def test_suite_needs_a_model_or_a_config(tmp_path: Path) -> None:
     from cachetuner.reports.suite import run_suite
 
