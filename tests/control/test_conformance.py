@@ -47,7 +47,8 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, mlflow_store) -> Path:
 
 
 def _build(name: str, seed: int, model: Path):
-    params = {"ppo": {"model": model}, "fixed": {"config": {"maxmemory": 3_000_000, "maxmemory_policy": "allkeys-lfu"}}}
+    fixed = {"config": {"maxmemory": 3_000_000, "maxmemory_policy": "allkeys-lfu"}}
+    params = {"ppo": {"model": model}, "fixed": fixed, "recommended": fixed}
     return make_controller(name, SETTINGS, seed, **params.get(name, {}))
 
 
@@ -56,7 +57,7 @@ NAMES = controller_names()
 
 def test_every_builtin_is_registered() -> None:
     assert {"mrc", "static-default", "best-static", "dp-hindsight", "oracle", "hill-climb", "optuna", "ppo",
-            "fixed", "current", "hold", "random"} <= set(NAMES)
+            "fixed", "current", "hold", "random", "recommended", "sized-once"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
