@@ -133,13 +133,15 @@ DEFAULT_EVALUATION: tuple[str, ...] = ("ppo", "mrc", "static-default", "best-sta
 
 
 def build_controllers(
-    names: list[str] | tuple[str, ...], settings: Any = None, *, seed: int = 0, model: Any = None
+    names: list[str] | tuple[str, ...], settings: Any = None, *, seed: int = 0, model: Any = None,
+    params: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Controller]:
-    """``{name: controller}`` for ``names`` (``ppo`` gets ``model``; unknown names list the valid ones)."""
+    """``{name: controller}`` for ``names`` (``ppo`` gets ``model``, any other its ``params[name]``, e.g.
+    ``config=`` for ``fixed`` / ``recommended``; unknown names list the valid ones)."""
     out: dict[str, Controller] = {}
     for name in names:
-        params = {"model": model} if name == "ppo" else {}
-        out[name] = make_controller(name, settings, seed, **params)
+        kw = {"model": model} if name == "ppo" else (params or {}).get(name, {})
+        out[name] = make_controller(name, settings, seed, **kw)
     return out
 
 

@@ -88,6 +88,12 @@ class PricesConfig(BaseModel):
             mem = 0.0
         return float(mem), float(miss)
 
+    def budget_cap(self, working_set_bytes: int) -> int | None:
+        """The budget in bytes for a workload of ``working_set_bytes`` (a share is of it); None outside the regime."""
+        if self.budget_bytes is not None:
+            return self.budget_bytes
+        return int(self.budget_fraction * working_set_bytes) if self.budget_fraction is not None else None
+
     @property
     def budget(self) -> int | float | None:
         """The memory budget as given (bytes, or a share of the working set), None outside the regime."""

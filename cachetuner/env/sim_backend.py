@@ -55,7 +55,12 @@ def load_workload(spec: WorkloadSpec) -> Trace:
     if key in _TRACE_CACHE:
         _TRACE_CACHE.move_to_end(key)
         return _TRACE_CACHE[key]
-    if spec.format == "tenants":
+    if spec.skip:  # a view of the whole trace, which is read (and cached) once for every skip
+        whole = load_workload(spec.model_copy(update={"skip": 0}))
+        if spec.skip >= len(whole):
+            raise ConfigError(f"skip {spec.skip:,} leaves nothing of its {len(whole):,} requests")
+        trace = whole.slice(spec.skip, len(whole))
+    elif spec.format == "tenants":
         trace = load_tenant_workload(spec.trace)
     else:
         kwargs: dict = {"seed": spec.seed, "params": dict(spec.params)}
@@ -63,12 +68,8 @@ def load_workload(spec: WorkloadSpec) -> Trace:
             if getattr(spec, name) is not None:
                 kwargs[name] = getattr(spec, name)
         trace = read_trace(spec.trace, spec.format, **kwargs)
-    if spec.ttl is not None:
+    if spec.ttl is not None and not spec.skip:  # a skipped view has its whole trace's TTLs already
         trace = apply_ttl_policy(trace, spec.ttl)
-    if spec.skip:
-        if spec.skip >= len(trace):
-            raise ConfigError(f"skip {spec.skip:,} leaves nothing of its {len(trace):,} requests")
-        trace = trace.slice(spec.skip, len(trace))
     if len(trace) == 0:
         raise ConfigError(f"env.workloads: {spec.trace} has no requests")
     _TRACE_CACHE[key] = trace
@@ -91,13 +92,13 @@ def working_set_bytes(trace: Trace, params: SimParams) -> int:
     """``used_memory`` the simulator would reach holding every key of ``trace`` at its last size
     (the simulator's own per-key charge, :func:`cachetuner.sim.sizing.working_set_charge`) plus
     Redis's fixed memory (empty instance + client buffers). Memoised per (trace, params)."""
-    from cachetuner.sim.sizing import working_set_charge
+    from cachetuner.sim.sizing import full_size
 
     key = (id(trace), params.model_dump_json())
     hit = _WS_CACHE.get(key)
     if hit is not None and hit[0] is trace:
         return hit[1]
-    value = int(working_set_charge(trace, params) + params.fixed_bytes)
+    value = full_size(trace, params)
     _WS_CACHE[key] = (trace, value)
     while len(_WS_CACHE) > _TRACE_CACHE_SIZE:
         _WS_CACHE.popitem(last=False)

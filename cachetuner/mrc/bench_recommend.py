@@ -18,9 +18,10 @@ import numpy as np
 from cachetuner.config import RedisConfig
 from cachetuner.mrc.bench import SHARED_TRACES, shared_traces_dir, warm_up
 from cachetuner.mrc.config import MRCConfig
-from cachetuner.mrc.offline import default_bounds, full_size
+from cachetuner.mrc.offline import default_bounds
 from cachetuner.mrc.recommend import gets_per_hour, recommend, replay
 from cachetuner.sim.params import SimParams
+from cachetuner.sim.sizing import full_size
 
 #: The env's static default: ``bounds.initial_fraction`` of the working set under ``allkeys-lru``.
 DEFAULT_FRACTION = 0.25

@@ -17,17 +17,11 @@ from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.estimator import MRCEstimator
 from cachetuner.sim.params import SimParams
-from cachetuner.sim.sizing import working_set_charge
+from cachetuner.sim.sizing import full_size
 from cachetuner.traces.trace import Trace
 
 #: Requests fed to the estimator at a time (its update granularity; the window never forgets here).
 CHUNK = 20_000
-
-
-def full_size(trace: Trace, params: SimParams) -> int:
-    """``maxmemory`` that holds every key of ``trace``: the keys' charge plus the empty server's fixed memory
-    (the env's working set, ``cachetuner.env.sim_backend.working_set_bytes``, without its memo)."""
-    return int(working_set_charge(trace, params) + params.fixed_bytes)
 
 
 def default_bounds(trace: Trace, params: SimParams) -> tuple[int, int]:
@@ -63,4 +57,4 @@ def whole_trace_curves(
     return est.curves(), est
 
 
-__all__ = ["CHUNK", "default_bounds", "full_size", "whole_trace_curves"]
+__all__ = ["CHUNK", "default_bounds", "whole_trace_curves"]

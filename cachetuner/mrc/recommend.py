@@ -27,8 +27,9 @@ from cachetuner.errors import ConfigError
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
 from cachetuner.mrc.curves import MissRatioCurves
-from cachetuner.mrc.offline import default_bounds, full_size, whole_trace_curves
+from cachetuner.mrc.offline import default_bounds, whole_trace_curves
 from cachetuner.sim.params import SimParams
+from cachetuner.sim.sizing import full_size
 from cachetuner.traces.trace import Op, Trace
 
 _GIB = float(1024**3)

@@ -15,9 +15,9 @@ from typing import Any
 from cachetuner.config import RedisConfig
 from cachetuner.env.prices import PricesConfig
 from cachetuner.mrc.config import MRCConfig
-from cachetuner.mrc.offline import full_size
 from cachetuner.mrc.recommend import ProgressFn, Recommendation, recommend
 from cachetuner.sim.params import SimParams
+from cachetuner.sim.sizing import full_size
 from cachetuner.traces.trace import Trace
 
 _MIB = float(1 << 20)
@@ -42,9 +42,7 @@ def run_recommend(
     (with ``mlflow_run_id`` when logged) and the :class:`Recommendation`."""
     params = SimParams()
     mem, miss = prices.resolve()
-    budget = prices.budget_bytes
-    if prices.budget_fraction is not None:
-        budget = int(prices.budget_fraction * full_size(trace, params))
+    budget = prices.budget_cap(full_size(trace, params))
     rec = recommend(trace, memory_per_gib_hour=mem, per_miss=miss, budget_bytes=budget, cfg=cfg, params=params,
                     bounds=bounds, tolerance=tolerance, current=current, verify=verify, grid=grid,
                     on_progress=on_progress)

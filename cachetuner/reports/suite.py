@@ -31,7 +31,7 @@ from rich.console import Console
 
 from cachetuner.agent.config import TrainConfig
 from cachetuner.config import RedisConfig
-from cachetuner.control import make_controller
+from cachetuner.control import build_controllers
 from cachetuner.control.learned import PolicyArtifact, load_policy
 from cachetuner.env import EnvConfig
 from cachetuner.env.prices import PRESETS, PricesConfig
@@ -191,8 +191,7 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
     params: dict[str, dict[str, Any]] = {}
     if history is not None:
         env_cfg, params["recommended"] = _with_history(env_cfg, history)
-    ctls = {n: make_controller(n, cfg.controllers, seed, **({"model": artifact} if n == "ppo" else params.get(n, {})))
-            for n in names}
+    ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact, params=params)
     rep = evaluate_controllers(env_cfg, ctls, seed=seed)
     out = {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json()}
     if history is not None:
@@ -205,21 +204,18 @@ def _with_history(env_cfg: EnvConfig, history: float) -> tuple[EnvConfig, dict[s
     ``cachetuner recommend`` on that share at the cell's prices (under a budget, the cap as a share of its working
     set; the env clips to its own)."""
     from cachetuner.env.sim_backend import load_workload
-    from cachetuner.mrc.offline import full_size
     from cachetuner.mrc.recommend import recommend
     from cachetuner.sim.params import SimParams
+    from cachetuner.sim.sizing import full_size
 
     spec = env_cfg.workloads[0]
     trace = load_workload(spec)
     skip = int(history * len(trace))
     past = trace.slice(0, skip)
-    mem, miss = env_cfg.prices.resolve() if env_cfg.prices is not None else (
-        env_cfg.reward.memory_cost_per_gb_hour, env_cfg.reward.miss_cost)
-    budget = None
-    if env_cfg.prices is not None and env_cfg.prices.budget is not None:
-        p = env_cfg.prices
-        budget = p.budget_bytes if p.budget_bytes is not None else int(p.budget_fraction * full_size(past, SimParams()))  # type: ignore[operator]
-    rec = recommend(past, memory_per_gib_hour=mem, per_miss=miss, budget_bytes=budget, verify=False)
+    budget = env_cfg.prices.budget_cap(full_size(past, SimParams())) if env_cfg.prices is not None else None
+    # the reward holds the cell's prices in dollars (EnvConfig resolves `prices` into it)
+    rec = recommend(past, memory_per_gib_hour=env_cfg.reward.memory_cost_per_gb_hour, per_miss=env_cfg.reward.miss_cost,
+                    budget_bytes=budget, verify=False)
     config = RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy)  # type: ignore[arg-type]
     env_cfg = env_cfg.model_copy(update={"workloads": [spec.model_copy(update={"skip": skip})]})
     return env_cfg, {"config": config}

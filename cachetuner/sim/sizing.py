@@ -37,6 +37,12 @@ def working_set_charge(trace: Trace, params: SimParams) -> int:
     return int(sum(key_charge(-1, int(kb[k]), int(last[k]), bool(has_ttl[k]), params.memory.jemalloc_lg_quantum) for k in np.flatnonzero(seen)))
 
 
+def full_size(trace: Trace, params: SimParams) -> int:
+    """``maxmemory`` that holds every key of ``trace`` at its last size: the keys' charge plus the empty server's
+    fixed memory (``params.fixed_bytes``). The env's working set, which its bounds are fractions of."""
+    return int(working_set_charge(trace, params) + params.fixed_bytes)
+
+
 def parse_size(text: str | int, trace: Trace | None = None, params: SimParams | None = None, *, what: str = "size") -> int:
     """``"64mb"``, ``"1.5GiB"``, ``"500000"`` or ``"20%"`` to bytes.
 
@@ -57,8 +63,7 @@ def parse_size(text: str | int, trace: Trace | None = None, params: SimParams | 
         if not 0 < pct <= 1000:
             raise ConfigError(f"{what}={s!r}: percentage must be in (0, 1000]")
         params = params or SimParams()
-        fixed = params.memory.base_used_memory + params.clients.n_clients * params.clients.client_buffer_bytes
-        return int(fixed + pct / 100.0 * working_set_charge(trace, params))
+        return int(params.fixed_bytes + pct / 100.0 * working_set_charge(trace, params))
     m = _SIZE.match(s)
     if not m or m.group(2).lower() not in _UNITS:
         raise ConfigError(

@@ -17,9 +17,10 @@ from cachetuner.cli.app import app
 from cachetuner.config import RedisConfig
 from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import ConfigError
-from cachetuner.mrc.offline import default_bounds, full_size
+from cachetuner.mrc.offline import default_bounds
 from cachetuner.mrc.recommend import recommend, trace_hours
 from cachetuner.sim.params import SimParams
+from cachetuner.sim.sizing import full_size
 from cachetuner.traces import read_trace
 
 runner = CliRunner()
