@@ -58,6 +58,9 @@ class Controller(Protocol):
     name: str
     #: True for controllers that look into the future (``ctx.fork``): bounds for evaluation only.
     hindsight: ClassVar[bool]
+    # Optional attributes, read with getattr where they matter: ``needs_sample`` (ctx.sample holds the interval's
+    # requests), ``warm_curves`` (the evaluation feeds the workload's skipped history to its curves first,
+    # cachetuner.evaluation.compare), ``decides_client_ttl`` (ClientTTLDecider).
 
     def reset(self, ctx: DecisionContext) -> None:
         """Start an episode; ``ctx`` describes its first state."""

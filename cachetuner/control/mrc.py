@@ -31,3 +31,19 @@ class MRCController:
 
     def decide(self, ctx: DecisionContext) -> RedisConfig:
         return self.decider.decide_after(ctx.snapshot, ctx.curves, ctx.prices, ctx.config, ctx.space)
+
+
+@register_controller("mrc-history")
+class MRCHistoryController(MRCController):
+    """``mrc`` that has watched the traffic before the run: its curves are fed the requests the workload skips (a
+    suite's ``history:``) before the first decision, and it starts without the cold phase, whose rules are bets
+    made while the curves have no evidence. What a daemon that has been running looks like, next to ``mrc``
+    deployed cold and ``recommended`` sized once from the same history. Without skipped history it is ``mrc``."""
+
+    name = "mrc-history"
+    #: evaluate_controllers runs this controller's env with ``mrc.warm_from_skipped``
+    warm_curves: ClassVar[bool] = True
+
+    def reset(self, ctx: DecisionContext) -> None:
+        s = self.decider.settings
+        self.decider.reset(warm=ctx.curves is not None and ctx.curves.ready(s.min_weight))

@@ -195,6 +195,9 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
     else:
         seed = cfg.policy.seed
     controller = make_controller(name, settings, seed, **params)
+    if getattr(controller, "warm_curves", False):
+        raise ConfigError(f"policy.name: {name!r} watches a replayed history before it starts, which a live target "
+                          "does not have; run 'mrc' (its curves fill from the live traffic)")
     if getattr(controller, "decides_client_ttl", False):
         raise ConfigError(f"policy: controller {name!r} also decides client-side TTL multipliers, which the daemon "
                           "cannot apply (it changes Redis only through CONFIG SET; TTLs are set by the application)")

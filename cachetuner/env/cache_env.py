@@ -282,7 +282,9 @@ class CacheTuningEnv(gym.Env):
         self._reward_cfg = self._episode_reward(bseed)
         self.mrc = self._make_mrc(config, bseed) if self.cfg.mrc.enabled else None
         self._cost_curve, self._anchor = None, None
-        self._decider.reset()
+        # curves that watched the skipped history have no cold phase, for the anchor as for mrc-history
+        self._decider.reset(warm=self.mrc is not None and self.cfg.mrc.warm_from_skipped
+                            and self.mrc.curves().ready(self._decider.settings.min_weight))
         self._obs.reset(facts.rate_reference)
         snap = MetricsSnapshot(interval_s=self.backend.interval_s, maxmemory=config.maxmemory, config=config)
         for i in range(self.cfg.warmup_intervals):
@@ -411,12 +413,20 @@ class CacheTuningEnv(gym.Env):
         params = facts.sim_params or self.cfg.sim
         n_keys, ws, kb, rate = facts.n_keys, facts.working_set_bytes, facts.key_bytes, facts.rate_reference
         obj = (ws - params.fixed_bytes) / n_keys if (ws and n_keys) else None
-        return MRCEstimator(
+        est = MRCEstimator(
             self.cfg.mrc, self.bounds, n_keys_hint=n_keys, mean_object_bytes=obj,
             requests_per_interval=rate * self.cfg.interval_s if rate else None,
             key_bytes=int(round(float(np.mean(kb)))) if kb is not None and len(kb) else None,
             read_only=facts.read_only, sim_params=params, base_config=config, seed=seed,
         )
+        if self.cfg.mrc.warm_from_skipped:
+            from cachetuner.env.sim_backend import SimBackend
+
+            # a live cache has no skipped past to replay
+            history = self.backend.skipped_requests() if isinstance(self.backend, SimBackend) else None
+            if history is not None:
+                est.watch(history, self.cfg.interval_s)
+        return est
 
     def _update_anchor(self, snap: MetricsSnapshot) -> None:
         """What the ``mrc`` controller would run next (:class:`~cachetuner.mrc.decide.MRCDecider`, the same

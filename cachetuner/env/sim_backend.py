@@ -173,6 +173,14 @@ class SimBackend:
     def workload_name(self) -> str:
         return self.names[self.workload_index]
 
+    def skipped_requests(self) -> Trace | None:
+        """The requests the current workload's spec skips (``WorkloadSpec.skip``: the past before the replayed
+        part), or None when it skips none; what ``mrc.warm_from_skipped`` feeds the curve estimator."""
+        spec = self.cfg.workloads[self.workload_index]
+        if not spec.skip:
+            return None
+        return load_workload(spec.model_copy(update={"skip": 0})).slice(0, spec.skip)
+
     @property
     def working_set(self) -> int:
         return self.working_sets[self.workload_index]

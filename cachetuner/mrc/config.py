@@ -78,6 +78,11 @@ class MRCConfig(BaseModel):
     adjust_outlier_sd: float = Field(
         3.0, gt=0, description="regression: a deficit of GETs beyond this many sd of key-sampling noise is taken as "
         "unsampled hot keys and credited as hits")
+    warm_from_skipped: bool = Field(
+        False, description="before the episode, feed the requests its workload skips (`skip`, a suite's `history:`) to "
+        "the estimator, interval by interval (MRCEstimator.watch): the curves of a controller that has watched that "
+        "traffic. The simulated cache itself starts cold either way. The evaluation sets it for the controllers that "
+        "declare `warm_curves` (`mrc-history`)")
     modulus: int = Field(MODULUS, ge=2)
     anchor: MRCControlSettings | None = Field(
         None, description="the decision rule behind the env's anchor (what `mrc-offset` actions and the MRC "

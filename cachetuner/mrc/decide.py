@@ -167,11 +167,6 @@ class MRCControlSettings(BaseModel):
         "gate: a cache that has barely been read has not shown that it is worth nothing. The floor keeps what a live "
         "cache held when the controller started. Needs fill_headroom. null = off"
     )
-    partial_growth: bool = Field(
-        False, description="when a growth to the optimum does not repay its switch and refill within payback_intervals, "
-        "grow to the size between the two that repays most (its saving over payback_intervals less its switch and "
-        "refill), if one does: the refill of a large step can outlast the payback horizon while a smaller step, whose "
-        "bytes earn more each, repays; without it the rule holds the smaller cache for as long as the optimum is far")
     change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
     policy_min_gain: float = Field(
         0.03, ge=0, le=1, description="a policy switch needs the other policy's predicted hit ratio at the target "
@@ -292,26 +287,8 @@ class MRCDecider:
         if self._streak < need or saving <= s.hysteresis * max(now, 0.0):
             return cur
         if saving * s.payback_intervals <= prices.switch + self._refill_cost(curves, prices, cur, target):
-            step = self._repaying_growth(cc, curves, prices, cur, target, now) if s.partial_growth and not shrink else None
-            return cur if step is None else self._move(cur, step)
+            return cur
         return self._move(cur, target)
-
-    def _repaying_growth(self, cc: CostCurve, curves: MissRatioCurves, prices: Prices, cur: RedisConfig,
-                         target: tuple[str, int], now: float) -> tuple[str, int] | None:
-        """``partial_growth``: of the candidate sizes between ``cur`` and the growth ``target`` that clear the
-        hysteresis band, the one whose saving over ``payback_intervals`` exceeds its switch and refill cost by the
-        most; None if none repays."""
-        s = self.settings
-        policy = target[0]
-        best, best_net = None, 0.0
-        for size in cc.sizes[(cc.sizes > cur.maxmemory) & (cc.sizes < target[1])]:
-            saving = now - cc.cost_at(policy, int(size))
-            if saving <= s.hysteresis * max(now, 0.0):
-                continue
-            net = saving * s.payback_intervals - prices.switch - self._refill_cost(curves, prices, cur, (policy, int(size)))
-            if net > best_net:
-                best, best_net = (policy, int(size)), net
-        return best
 
     def decide_after(
         self, snap: MetricsSnapshot, curves: MissRatioCurves | None, prices: Prices, cur: RedisConfig, space: ConfigSpace,

@@ -235,6 +235,25 @@ class MRCEstimator:
             m.short.add(hits, bhit, exp, expb, gets, breq, short_m)
         self._restart_on_shift()
 
+    def watch(self, trace: Trace, interval_s: float) -> int:
+        """Feed a stretch of past traffic, one ``interval_s`` of its timestamps at a time, as :meth:`update` would
+        have seen it live; returns the intervals fed. Why: a controller that has been running through that traffic
+        (a daemon that watched last week) decides from curves with that evidence, not from a cold window; only the
+        estimator sees it, the cache it decides for starts as it is."""
+        if len(trace) == 0:
+            return 0
+        ts = trace.timestamps
+        edges = np.searchsorted(ts, ts[0] + interval_s * np.arange(1, int((ts[-1] - ts[0]) // interval_s) + 2), side="left")
+        start, fed = 0, 0
+        for stop in [*edges.tolist(), len(trace)]:
+            if stop > start:
+                self.update(RequestSample(keys=trace.keys[start:stop], sizes=trace.sizes[start:stop],
+                                          timestamps=ts[start:stop], ops=trace.ops[start:stop],
+                                          ttls=trace.ttls[start:stop], rate=1.0))
+                fed += 1
+            start = max(start, stop)
+        return fed
+
     def curves(self) -> MissRatioCurves:
         """The current windowed curves (NaN where no sampled GET has been seen yet); computed once per
         :meth:`update` (the env, its features and the controllers all read them every interval)."""

@@ -257,6 +257,8 @@ def run_suite(
     grid = [(t, p, s) for t in suite.traces for p in suite.prices for s in suite.seeds]
     if "recommended" in names and suite.history is None:
         raise ConfigError(f"{path}: controller 'recommended' needs `history:` (the share of each trace it is sized on)")
+    if "mrc-history" in names and suite.history is None:
+        raise ConfigError(f"{path}: controller 'mrc-history' needs `history:` (the share of each trace its curves watch)")
     args = [(cfg, names, None if artifact is None else str(model), tr, p, s, suite.intervals, suite.history)
             for tr, p, s in grid]
     params = {"controllers": ",".join(names), "prices": ",".join(map(price_label, suite.prices)),

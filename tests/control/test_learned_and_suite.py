@@ -129,7 +129,7 @@ def test_a_suite_with_history_replays_the_rest_and_sizes_recommended_on_the_past
     exp.write_text(yaml.safe_dump({"experiment": "suite-test", "total_timesteps": 1, "env": TINY_ENV,
                                    "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
     doc = {"name": "tiny", "model": None, "config": str(exp), "history": 0.5,
-           "controllers": ["mrc", "recommended", "static-default", "best-static"],
+           "controllers": ["mrc", "mrc-history", "recommended", "static-default", "best-static"],
            "traces": [{"trace": "synthetic:zipf", "name": "zipf", "size_model": None, "rate": 200, "limit": 32000}],
            "prices": ["scaled"], "seeds": [0]}
     suite = tmp_path / "suite.yaml"
@@ -145,9 +145,14 @@ def test_a_suite_with_history_replays_the_rest_and_sizes_recommended_on_the_past
     assert row["mean_maxmemory_bytes"] == pytest.approx(min(max(past.maxmemory, 1_500_000), 9_000_000))
     # the episode is the second half: 16,000 requests at 200 req/s, 8 intervals of 10 s
     assert cell["tuners"]["static-default"]["intervals"] == 8
+    assert cell["tuners"]["mrc-history"]["intervals"] == 8
     doc.pop("history")
     suite.write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match="controller 'recommended' needs `history:`"):
+        run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db")
+    doc["controllers"].remove("recommended")
+    suite.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="controller 'mrc-history' needs `history:`"):
         run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db")
     with pytest.raises(ConfigError, match="needs history"):
         make_controller("recommended")

@@ -257,6 +257,8 @@ def test_unknown_and_hindsight_policies_are_refused(tmp_path: Path) -> None:
         Daemon(make_cfg(tmp_path, policy={"name": "oracle"}))
     with pytest.raises(ConfigError, match="ppo needs a model"):
         Daemon(make_cfg(tmp_path, policy={"name": "ppo"}))
+    with pytest.raises(ConfigError, match="'mrc-history' watches a replayed history"):  # a live target has no past to replay
+        Daemon(make_cfg(tmp_path, policy={"name": "mrc-history"}))
 
 
 def test_restart_reconciles_an_intent_left_open_by_kill9(tmp_path: Path) -> None:
