@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from cachetuner.config import RedisConfig
 from cachetuner.control.base import DecisionContext, register_controller
@@ -35,15 +35,20 @@ class MRCController:
 
 @register_controller("mrc-history")
 class MRCHistoryController(MRCController):
-    """``mrc`` that has watched the traffic before the run: its curves are fed the requests the workload skips (a
-    suite's ``history:``) before the first decision, and it starts without the cold phase, whose rules are bets
-    made while the curves have no evidence. What a daemon that has been running looks like, next to ``mrc``
-    deployed cold and ``recommended`` sized once from the same history. Without skipped history it is ``mrc``."""
+    """``mrc`` deployed by an operator who has last week's traffic: its curves are fed the requests the workload
+    skips (a suite's ``history:``) before the first decision, it starts without the cold phase (whose rules are bets
+    made while the curves have no evidence), and its first decision runs ``config=`` (in a suite with history, the
+    config ``cachetuner recommend`` computes on that history, as ``recommended`` holds), from which the rule follows
+    the traffic. Without skipped history it is refused (it would be ``mrc``)."""
 
     name = "mrc-history"
     #: evaluate_controllers runs this controller's env with ``mrc.warm_from_skipped``
     warm_curves: ClassVar[bool] = True
 
+    def __init__(self, settings: ControlSettings, seed: int = 0, config: RedisConfig | dict[str, Any] | None = None) -> None:
+        super().__init__(settings, seed)
+        self.start = config if config is None or isinstance(config, RedisConfig) else RedisConfig(**config)
+
     def reset(self, ctx: DecisionContext) -> None:
         s = self.decider.settings
-        self.decider.reset(warm=ctx.curves is not None and ctx.curves.ready(s.min_weight))
+        self.decider.reset(warm=ctx.curves is not None and ctx.curves.ready(s.min_weight), start=self.start)

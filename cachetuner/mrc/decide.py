@@ -198,9 +198,11 @@ class MRCDecider:
         self.fill = FillCap(h) if h is not None else None
         self.reset()
 
-    def reset(self, warm: bool = False) -> None:
+    def reset(self, warm: bool = False, start: RedisConfig | None = None) -> None:
         """Forget everything; ``warm``: the curves have already watched the traffic (``mrc.warm_from_skipped``), so
-        there is no cold phase (its rules are bets made while the curves have no evidence)."""
+        there is no cold phase (its rules are bets made while the curves have no evidence); ``start``: the config the
+        first decision runs (as if the rule had chosen it: the fill cap applies), e.g. one sized from that history."""
+        self._start = start
         if self.fill is not None:
             self.fill.reset()
         self.gets: float | None = None
@@ -309,6 +311,8 @@ class MRCDecider:
         self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)
                                               and self._seen >= self.settings.confirm)
         nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full)
+        if self._start is not None:
+            nxt, self._start = self._move(cur, (self._start.maxmemory_policy, space.clip(self._start.maxmemory))), None
         if nxt == cur and full:
             nxt = self._cold_growth(snap, prices, cur, space)
         if not self._was_ready:

@@ -191,6 +191,7 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
     params: dict[str, dict[str, Any]] = {}
     if history is not None:
         env_cfg, params["recommended"] = _with_history(env_cfg, history)
+        params["mrc-history"] = params["recommended"]  # it starts at the operator's config, then follows
     ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact, params=params)
     rep = evaluate_controllers(env_cfg, ctls, seed=seed)
     out = {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json()}
@@ -201,23 +202,25 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
 
 def _with_history(env_cfg: EnvConfig, history: float) -> tuple[EnvConfig, dict[str, Any]]:
     """The env replaying the trace after its first ``history`` share, and the ``recommended`` controller's config:
-    ``cachetuner recommend`` on that share at the cell's prices (under a budget, the cap as a share of its working
-    set; the env clips to its own)."""
-    from cachetuner.env.sim_backend import load_workload
+    ``cachetuner recommend`` on that share at the cell's prices; under a budget, the cap is the env's own in bytes
+    (the operator has the same memory as every controller of the cell, not a share of the past's working set)."""
+    from cachetuner.env.sim_backend import load_workload, sim_params_for, working_set_bytes
     from cachetuner.mrc.recommend import recommend
-    from cachetuner.sim.params import SimParams
-    from cachetuner.sim.sizing import full_size
 
     spec = env_cfg.workloads[0]
     trace = load_workload(spec)
     skip = int(history * len(trace))
     past = trace.slice(0, skip)
-    budget = env_cfg.prices.budget_cap(full_size(past, SimParams())) if env_cfg.prices is not None else None
+    env_cfg = env_cfg.model_copy(update={"workloads": [spec.model_copy(update={"skip": skip})]})
+    budget = None
+    if env_cfg.prices is not None and env_cfg.prices.budget_fraction is not None:
+        budget = env_cfg.bounds.resolve(working_set_bytes(load_workload(env_cfg.workloads[0]), sim_params_for(env_cfg)))[1]
+    elif env_cfg.prices is not None:
+        budget = env_cfg.prices.budget_bytes
     # the reward holds the cell's prices in dollars (EnvConfig resolves `prices` into it)
     rec = recommend(past, memory_per_gib_hour=env_cfg.reward.memory_cost_per_gb_hour, per_miss=env_cfg.reward.miss_cost,
                     budget_bytes=budget, verify=False)
     config = RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy)  # type: ignore[arg-type]
-    env_cfg = env_cfg.model_copy(update={"workloads": [spec.model_copy(update={"skip": skip})]})
     return env_cfg, {"config": config}
 
 

@@ -131,11 +131,13 @@ def test_a_suite_with_history_replays_the_rest_and_sizes_recommended_on_the_past
     doc = {"name": "tiny", "model": None, "config": str(exp), "history": 0.5,
            "controllers": ["mrc", "mrc-history", "recommended", "static-default", "best-static"],
            "traces": [{"trace": "synthetic:zipf", "name": "zipf", "size_model": None, "rate": 200, "limit": 32000}],
-           "prices": ["scaled"], "seeds": [0]}
+           "prices": ["scaled", {"name": "budget-half", "preset": "budget", "budget_fraction": 0.5}], "seeds": [0]}
     suite = tmp_path / "suite.yaml"
     suite.write_text(yaml.safe_dump(doc))
     res = run_suite(suite, tracking_uri=mlflow_store(tmp_path))
-    (cell,) = res["cells"]
+    cell, budget = res["cells"]
+    assert budget["prices"] == "budget-half"
+    assert budget["tuners"]["recommended"]["config_changes"] == 0
     assert cell["history"] == {"share": 0.5, "requests": 16000}
     trace = read_trace("synthetic:zipf", rate=200, limit=32000)
     mem, miss = PricesConfig(preset="scaled").resolve()
@@ -162,6 +164,45 @@ def test_a_suite_with_history_replays_the_rest_and_sizes_recommended_on_the_past
     assert len(load_workload(WorkloadSpec(trace="synthetic:zipf", rate=200, limit=300, skip=100))) == 200
     with pytest.raises(ConfigError, match="skip 300 leaves nothing of its 300 requests"):
         load_workload(WorkloadSpec(trace="synthetic:zipf", rate=200, limit=300, skip=300))
+
+
+def test_under_a_budget_the_operator_with_history_has_the_cells_cap(tmp_path: Path, mlflow_store) -> None:
+    """A budget is memory in bytes that every controller of a cell shares: ``recommended`` is sized under the cap the
+    replayed part gets (a share of *its* working set), not a share of the past's. Here the past reads 300 keys and
+    the replayed half 3,000, so a share of the past's working set would be a tenth of the cap, and so would the past's
+    whole working set (recommend's upper bound without a budget); memory is free below the cap and every key is
+    reused, so the whole cap is worth holding, as best-static finds."""
+    import numpy as np
+
+    path = tmp_path / "grows.trace"
+    rng = np.random.default_rng(0)
+    np.savetxt(path, np.concatenate([rng.integers(0, 300, 16000), rng.integers(0, 3000, 16000)]), fmt="%d")
+    exp = tmp_path / "exp.yaml"
+    env = {**TINY_ENV, "bounds": {"min_fraction": 0.02, "max_fraction": 1.0, "initial_fraction": 0.1}}
+    exp.write_text(yaml.safe_dump({"experiment": "suite-test", "total_timesteps": 1, "env": env,
+                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "tiny", "model": None, "config": str(exp), "history": 0.5,
+        "controllers": ["recommended", "static-default", "best-static"],
+        "traces": [{"trace": str(path), "name": "grows", "format": "lirs", "size_model": "fixed:4096", "rate": 200}],
+        "prices": [{"name": "budget-half", "preset": "budget", "budget_fraction": 0.5}], "seeds": [0]}))
+    (cell,) = run_suite_here(suite, mlflow_store(tmp_path))
+    from cachetuner.env import WorkloadSpec
+    from cachetuner.env.sim_backend import load_workload
+    from cachetuner.sim.params import SimParams
+    from cachetuner.sim.sizing import full_size
+
+    replayed = load_workload(WorkloadSpec(trace=str(path), format="lirs", size_model="fixed:4096", rate=200, skip=16000))
+    cap = int(0.5 * full_size(replayed, SimParams()))
+    assert cell["tuners"]["best-static"]["mean_maxmemory_bytes"] == cap
+    assert cell["tuners"]["recommended"]["mean_maxmemory_bytes"] == cap
+
+
+def run_suite_here(suite: Path, uri: str) -> list[dict]:
+    from cachetuner.reports.suite import run_suite
+
+    return run_suite(suite, tracking_uri=uri)["cells"]
 
 
 def test_suite_needs_a_model_or_a_config(tmp_path: Path) -> None:

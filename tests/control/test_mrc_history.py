@@ -73,3 +73,17 @@ def test_it_needs_history_to_watch() -> None:
     refuses it too: tests/daemon/test_daemon_loop_sim.py)."""
     with pytest.raises(ConfigError, match="'mrc-history' needs history to watch"):
         evaluate_controllers(_cfg(0), build_controllers(["mrc-history"], ControlSettings()), seed=0)
+
+
+def test_it_starts_at_the_operators_config_then_follows() -> None:
+    """``config=`` (in a suite with history, ``recommend``'s config on that history) is what its first decision runs,
+    through the fill cap like any decision of the rule (the empty cache holds only what it uses, in the chosen
+    policy); from there the rule follows the traffic, back to what the curves prefer."""
+    from cachetuner.config import RedisConfig
+
+    start = RedisConfig(maxmemory=30_000_000, maxmemory_policy="allkeys-lfu")
+    ctls = build_controllers(["mrc-history"], ControlSettings(), params={"mrc-history": {"config": start}})
+    recs = evaluate_controllers(_cfg(30000), ctls, seed=0).results["mrc-history"].records
+    # the start's policy at once; its size capped while the cache refills (the bytes in use plus inserts' headroom)
+    assert recs[0].policy == "allkeys-lfu" and recs[0].used_memory < recs[0].maxmemory < 30_000_000
+    assert max(r.maxmemory for r in recs) <= 30_000_000
