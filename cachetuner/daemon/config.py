@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachetuner.config import REDIS_POLICIES, Policy, TenantTarget
+from cachetuner.env.config import WorkloadSpec
 from cachetuner.yamlconfig import load_model
 
 #: Guard names in the default order: cheap vetoes first, clamps next, then time and SLO vetoes.
@@ -125,6 +126,15 @@ class PolicyConfig(BaseModel):
     deterministic: bool = True
     seed: int = 0
     params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the policy/tuner")
+    history: WorkloadSpec | None = Field(
+        None, description="mrc-history only: a trace of the target's past traffic, with the key ids of its sampled "
+        "stream (the replayer's trace ids), read like an env workload. Before the first decision the curves watch it, "
+        "and the first config is what `cachetuner recommend` computes on it at the policy env's prices within the "
+        "target's bounds (unless params.config names one); README 'Against an operator with history'")
+    history_sample_rate: float = Field(
+        0.01, gt=0, le=1, description="the hash-sampling rate the curves watch the history at: the target's sampled "
+        "stream's (the replayer's --sample-rate, 1 % by default; 1 for a simulated target). A live stream coarser than "
+        "this rebuilds the miniature caches once and loses what they watched")
 
 
 class HotnessConfig(BaseModel):

@@ -26,12 +26,14 @@ from typing import Any, Protocol, runtime_checkable
 from cachetuner.backend import ApplyResult, BackendFacts, CacheBackend, RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.control import Controller, ControlSettings, controller_names, is_hindsight, make_controller
+from cachetuner.control.base import CONTROLLERS
 from cachetuner.control.learned import load_policy
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.env import CacheTuningEnv, EnvConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.episode import context_from_env
 from cachetuner.metrics import MetricsSnapshot
+from cachetuner.traces.trace import Trace
 from cachetuner.yamlconfig import validate
 
 log = logging.getLogger("cachetuner.daemon")
@@ -127,9 +129,13 @@ class ControllerPolicy:
         seed: int,
         interval_s: float,
         hotness: HotnessConfig | None = None,
+        history: Trace | None = None,
+        history_rate: float = 1.0,
     ) -> None:
         self.name = name
         self.controller = controller
+        #: past traffic the curves watch before the first decision (``policy.history``), at the stream's rate
+        self.history, self.history_rate = history, history_rate
         env_cfg = env_cfg.model_copy(update={"warmup_intervals": 0, "episode_intervals": None})
         self.mirror = MirrorBackend(backend, (target.bounds.maxmemory_min, target.bounds.maxmemory_max), interval_s)
         self.env = CacheTuningEnv(env_cfg, backend=self.mirror)  # type: ignore[arg-type]
@@ -148,6 +154,9 @@ class ControllerPolicy:
         if not self._started:
             outer = self.hot if self.hot is not None else self.env
             o, info = outer.reset(seed=self.seed)
+            if self.history is not None and self.env.mrc is not None:
+                n = self.env.mrc.watch(self.history, self.mirror.interval_s, rate=self.history_rate)
+                log.info("%s: the curves watched %d intervals of policy.history", self.name, n)
             self.controller.reset(context_from_env(self.env, o, info))
             self._started = True
         o, _r, _term, _trunc, info = self.env.step_config(obs.current)
@@ -194,14 +203,44 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
         seed = params.pop("seed")
     else:
         seed = cfg.policy.seed
+    history = None
+    if getattr(CONTROLLERS.get(name), "warm_curves", False):
+        history = _history(cfg, env_cfg, target, params)
     controller = make_controller(name, settings, seed, **params)
-    if getattr(controller, "warm_curves", False):
-        raise ConfigError(f"policy.name: {name!r} watches a replayed history before it starts, which a live target "
-                          "does not have; run 'mrc' (its curves fill from the live traffic)")
     if getattr(controller, "decides_client_ttl", False):
         raise ConfigError(f"policy: controller {name!r} also decides client-side TTL multipliers, which the daemon "
                           "cannot apply (it changes Redis only through CONFIG SET; TTLs are set by the application)")
-    return ControllerPolicy(name, controller, env_cfg, target, backend, cfg.policy.seed, cfg.interval_s, cfg.hotness)
+    return ControllerPolicy(name, controller, env_cfg, target, backend, cfg.policy.seed, cfg.interval_s, cfg.hotness,
+                            history=history, history_rate=cfg.policy.history_sample_rate)
+
+
+def _history(cfg: DaemonConfig, env_cfg: EnvConfig, target: TargetConfig, params: dict[str, Any]) -> Trace:
+    """``policy.history`` for a controller that watches the past (``mrc-history``): the trace, and in ``params`` its
+    first config, ``cachetuner recommend`` on the trace at the policy env's prices within the target's bounds and
+    allowed policies (unless ``params.config`` names one)."""
+    from cachetuner.env.sim_backend import load_workload
+    from cachetuner.mrc.recommend import recommend
+
+    name = cfg.policy.name
+    if cfg.policy.history is None:
+        raise ConfigError(f"policy.history: {name!r} watches the target's past traffic before it starts; give a trace "
+                          "of it (policy.history: {trace: ..., format: ...}), or run 'mrc'")
+    if not env_cfg.mrc.enabled:
+        raise ConfigError(f"policy: {name!r} needs the miss-ratio curves (env mrc.enabled)")
+    trace = load_workload(cfg.policy.history)
+    if "config" not in params:
+        policies = [p for p in env_cfg.mrc.policies if p in target.bounds.policies]
+        if not policies:
+            raise ConfigError(f"targets.{target.name}.bounds.policies: none of the curves' policies "
+                              f"({', '.join(env_cfg.mrc.policies)}) is allowed, so policy.history cannot size a config")
+        budget = env_cfg.prices.budget_bytes if env_cfg.prices is not None else None
+        rec = recommend(trace, memory_per_gib_hour=env_cfg.reward.memory_cost_per_gb_hour, per_miss=env_cfg.reward.miss_cost,
+                        cfg=env_cfg.mrc.model_copy(update={"policies": policies}), budget_bytes=budget, verify=False,
+                        bounds=(target.bounds.maxmemory_min, target.bounds.maxmemory_max))
+        params["config"] = RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy)  # type: ignore[arg-type]
+        log.info("%s: policy.history %s (%d requests): starting at %s, %d B", target.name, cfg.policy.history.label,
+                 len(trace), rec.policy, rec.maxmemory)
+    return trace
 
 
 def make_hotness_predictor(h: HotnessConfig) -> Any:

@@ -39,7 +39,7 @@ import numpy as np
 
 from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
-from cachetuner.keysample import LocalIds, grown, hash_values, threshold
+from cachetuner.keysample import LocalIds, grown, hash_sample_mask, hash_values, threshold
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.window import Counts, counts_before, shifted
@@ -235,21 +235,32 @@ class MRCEstimator:
             m.short.add(hits, bhit, exp, expb, gets, breq, short_m)
         self._restart_on_shift()
 
-    def watch(self, trace: Trace, interval_s: float) -> int:
+    def watch(self, trace: Trace, interval_s: float, rate: float = 1.0) -> int:
         """Feed a stretch of past traffic, one ``interval_s`` of its timestamps at a time, as :meth:`update` would
         have seen it live; returns the intervals fed. Why: a controller that has been running through that traffic
         (a daemon that watched last week) decides from curves with that evidence, not from a cold window; only the
-        estimator sees it, the cache it decides for starts as it is."""
+        estimator sees it, the cache it decides for starts as it is. ``rate`` < 1 feeds the hash sample a live
+        stream at that rate would carry (the replayer's, the same hash), with each interval's totals, so that the
+        live stream which follows does not rebuild the miniature caches at a coarser rate and lose what was fed."""
         if len(trace) == 0:
             return 0
         ts = trace.timestamps
         edges = np.searchsorted(ts, ts[0] + interval_s * np.arange(1, int((ts[-1] - ts[0]) // interval_s) + 2), side="left")
+        keep = hash_sample_mask(trace.keys, rate, self.cfg.modulus) if rate < 1.0 else None
         start, fed = 0, 0
         for stop in [*edges.tolist(), len(trace)]:
             if stop > start:
-                self.update(RequestSample(keys=trace.keys[start:stop], sizes=trace.sizes[start:stop],
-                                          timestamps=ts[start:stop], ops=trace.ops[start:stop],
-                                          ttls=trace.ttls[start:stop], rate=1.0))
+                sl = slice(start, stop)
+                if keep is None:
+                    self.update(RequestSample(keys=trace.keys[sl], sizes=trace.sizes[sl], timestamps=ts[sl],
+                                              ops=trace.ops[sl], ttls=trace.ttls[sl], rate=1.0))
+                else:
+                    k = keep[sl]
+                    is_get = trace.ops[sl] == Op.GET
+                    self.update(RequestSample(keys=trace.keys[sl][k], sizes=trace.sizes[sl][k], timestamps=ts[sl][k],
+                                              ops=trace.ops[sl][k], ttls=trace.ttls[sl][k], rate=float(rate)),
+                                total_gets=int(np.count_nonzero(is_get)),
+                                total_get_bytes=int(trace.sizes[sl][is_get].sum()))
                 fed += 1
             start = max(start, stop)
         return fed

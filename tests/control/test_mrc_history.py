@@ -4,6 +4,7 @@ every other controller sees are the same as without the history."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from cachetuner.control import ControlSettings, build_controllers
@@ -87,3 +88,33 @@ def test_it_starts_at_the_operators_config_then_follows() -> None:
     # the start's policy at once; its size capped while the cache refills (the bytes in use plus inserts' headroom)
     assert recs[0].policy == "allkeys-lfu" and recs[0].used_memory < recs[0].maxmemory < 30_000_000
     assert max(r.maxmemory for r in recs) <= 30_000_000
+
+
+def test_watching_at_the_live_streams_rate_survives_the_live_stream() -> None:
+    """The daemon's curves read a hash-sampled stream (the replayer's rate). History watched at that rate is what the
+    stream would have carried, so the first live interval adds to it; history watched in full is rebuilt away by the
+    first coarser live interval (the miniature caches cannot sample finer than their stream)."""
+    from cachetuner.backend import RequestSample
+    from cachetuner.keysample import hash_sample_mask
+    from cachetuner.mrc.config import MRCConfig
+    from cachetuner.mrc.estimator import MRCEstimator
+    from cachetuner.traces.trace import Op
+
+    trace = read_trace("synthetic:zipf", rate=200, params=WORKLOAD["params"])
+    history, live = trace.slice(0, 30000), trace.slice(30000, 32000)
+    keep = hash_sample_mask(live.keys, 0.05)
+    sample = RequestSample(keys=live.keys[keep], sizes=live.sizes[keep], timestamps=live.timestamps[keep],
+                           ops=live.ops[keep], ttls=live.ttls[keep], rate=0.05)
+    gets = int(np.count_nonzero(live.ops == Op.GET))
+
+    def evidence(est: MRCEstimator) -> float:
+        return min(float(e.min()) for e in est.curves().evidence.values())
+
+    after = {}
+    for rate in (0.05, 1.0):
+        est = MRCEstimator(MRCConfig(), (2_000_000, 40_000_000), seed=0)  # no key-space hint: the live path
+        est.watch(history, 10.0, rate=rate)
+        before = evidence(est)
+        est.update(sample, total_gets=gets, total_get_bytes=int(live.sizes[live.ops == Op.GET].sum()))
+        after[rate] = evidence(est) / before
+    assert after[0.05] > 0.9 and after[1.0] < 0.5

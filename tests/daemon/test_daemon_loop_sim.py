@@ -257,8 +257,37 @@ def test_unknown_and_hindsight_policies_are_refused(tmp_path: Path) -> None:
         Daemon(make_cfg(tmp_path, policy={"name": "oracle"}))
     with pytest.raises(ConfigError, match="ppo needs a model"):
         Daemon(make_cfg(tmp_path, policy={"name": "ppo"}))
-    with pytest.raises(ConfigError, match="'mrc-history' watches a replayed history"):  # a live target has no past to replay
+    with pytest.raises(ConfigError, match="policy.history: 'mrc-history' watches the target's past traffic"):
         Daemon(make_cfg(tmp_path, policy={"name": "mrc-history"}))
+
+
+def test_mrc_history_watches_the_targets_past_and_starts_at_the_config_sized_on_it(tmp_path: Path) -> None:
+    """``policy.history``: before its first decision the curves watch a trace of the target's past traffic (here the
+    same Zipf key space), so they carry its evidence; the first proposal is ``cachetuner recommend``'s config on that
+    trace at the policy env's prices within the target's bounds (through the fill cap: at most that size)."""
+    from cachetuner.env import EnvConfig, WorkloadSpec
+    from cachetuner.env.sim_backend import load_workload
+    from cachetuner.mrc.config import MRCConfig
+    from cachetuner.mrc.recommend import recommend
+
+    history = {"trace": "synthetic:zipf", "params": ENV["workloads"][0]["params"], "limit": 30000}
+    evidence = {}
+    for name, policy in (("mrc", {"name": "mrc"}),
+                         ("mrc-history", {"name": "mrc-history", "history": history, "history_sample_rate": 1.0})):
+        cfg = make_cfg(tmp_path / name, policy=policy, max_iterations=4)
+        d = Daemon(cfg)
+        d.run()
+        curves = d.runners[0].policy.env.curves  # type: ignore[union-attr]
+        evidence[name] = min(float(e.min()) for e in curves.evidence.values())
+    # the GETs the curves account for at their sparsest point: the history's on top of the four live intervals
+    assert evidence["mrc-history"] > 2 * evidence["mrc"]
+    reward = EnvConfig().reward
+    rec = recommend(load_workload(WorkloadSpec(**history)), memory_per_gib_hour=reward.memory_cost_per_gb_hour,
+                    per_miss=reward.miss_cost, cfg=MRCConfig(policies=["allkeys-lru", "allkeys-lfu"]), verify=False,
+                    bounds=(BOUNDS["maxmemory_min"], BOUNDS["maxmemory_max"]))
+    decided = [r for r in read_audit(cfg.audit_path) if r.get("phase") in ("decision", "intent")]
+    first = RedisConfig(**decided[0]["proposal"])
+    assert first.maxmemory_policy == rec.policy and BOUNDS["maxmemory_min"] <= first.maxmemory <= rec.maxmemory
 
 
 def test_restart_reconciles_an_intent_left_open_by_kill9(tmp_path: Path) -> None:
