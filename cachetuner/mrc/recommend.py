@@ -163,8 +163,9 @@ def recommend(
     on_progress: ProgressFn | None = None,
 ) -> Recommendation:
     """Price the whole-trace curves and pick the cheapest static config within ``bounds`` (default: 2 % to
-    100 % of the working set, as the env's); under a budget (``budget_bytes``) the upper bound is the budget itself,
-    above the working set too: memory is free below it, and traffic that reads more keys than the trace did fits.
+    100 % of the working set, as the env's); under a budget (``budget_bytes``) the default upper bound is the budget
+    itself, above the working set too: memory is free below it, and traffic that reads more keys than the trace did
+    fits (explicit ``bounds`` still cap it).
 
     ``verify`` replays the trace at the recommendation (and at ``current``); ``grid`` (> 1) also replays
     ``grid`` log-spaced sizes x every policy and reports the cheapest (hindsight)."""
@@ -177,7 +178,7 @@ def recommend(
     if budget_bytes is not None:
         if budget_bytes <= lo:
             raise ConfigError(f"--budget: {budget_bytes:,} B is not above the smallest size considered ({lo:,} B)")
-        hi = budget_bytes
+        hi = min(hi, budget_bytes) if bounds is not None else budget_bytes
     if lo >= hi:
         raise ConfigError(f"bounds: min {lo:,} B >= max {hi:,} B")
     hours = trace_hours(trace)

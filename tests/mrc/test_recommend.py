@@ -72,6 +72,13 @@ def test_list_prices_recommend_the_largest_cache_and_a_budget_caps_it(web07) -> 
     capped = recommend(web07, memory_per_gib_hour=0.0, per_miss=0.002, budget_bytes=cap, verify=False)
     assert capped.bounds[1] == cap and capped.maxmemory == cap
     assert capped.policy in ("allkeys-lru", "allkeys-lfu")
+    # a budget above the working set is the size too (memory is free below it); explicit bounds still cap it
+    ws = full_size(web07, SimParams())
+    roomy = recommend(web07, memory_per_gib_hour=0.0, per_miss=0.002, budget_bytes=2 * ws, verify=False)
+    assert roomy.maxmemory == 2 * ws
+    bounded = recommend(web07, memory_per_gib_hour=0.0, per_miss=0.002, budget_bytes=2 * ws, verify=False,
+                        bounds=(cap // 2, ws))
+    assert bounded.maxmemory == ws
     with pytest.raises(ConfigError, match="--budget"):
         recommend(web07, memory_per_gib_hour=0.0, per_miss=0.002, budget_bytes=1000, verify=False)
 
