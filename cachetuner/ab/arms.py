@@ -56,7 +56,7 @@ def model_env_config(arm: ArmConfig) -> Any:
 
 def build_tuner(arm: ArmConfig, *, seed: int = 0, live: bool = False) -> Any:
     """The arm's controller (the model must exist: call :func:`ensure_model` first)."""
-    from cachetuner.control import ControlSettings, is_hindsight, make_controller
+    from cachetuner.control import ControlSettings, is_hindsight, make_controller, watches_history
     from cachetuner.yamlconfig import validate
 
     settings = validate(ControlSettings, arm.params, "arm params")
@@ -70,4 +70,7 @@ def build_tuner(arm: ArmConfig, *, seed: int = 0, live: bool = False) -> Any:
             f"tuner {arm.tuner!r} needs the future (it forks the env) and cannot run in shadow mode; "
             "use static-default, mrc, hill-climb, a model or a fixed config"
         )
+    if watches_history(arm.tuner):
+        raise ConfigError(f"tuner {arm.tuner!r} watches a history before it starts, which an A/B arm does not have; "
+                          "use mrc (evaluate it with a suite's `history:`)")
     return make_controller(arm.tuner, settings, seed)

@@ -15,6 +15,7 @@ from cachetuner.control.base import (
     is_hindsight,
     make_controller,
     register_controller,
+    watches_history,
 )
 from cachetuner.control.settings import ControlSettings
 from cachetuner.mrc.cost import Prices
@@ -31,6 +32,7 @@ __all__ = [
     "Prices",
     "controller_names",
     "is_hindsight",
+    "watches_history",
     "make_controller",
     "register_controller",
 ]

@@ -112,6 +112,14 @@ def is_hindsight(name: str) -> bool:
     return bool(getattr(CONTROLLERS.get(name), "hindsight", False))
 
 
+def watches_history(name: str) -> bool:
+    """Whether the controller registered as ``name`` declares ``warm_curves``: its curves watch a history first
+    (a workload's skipped part in evaluation, ``policy.history`` in the daemon); elsewhere it would silently run
+    from a cold start, so callers without a history refuse it."""
+    _load_builtin()
+    return bool(getattr(CONTROLLERS.get(name), "warm_curves", False))
+
+
 def make_controller(name: str, settings: Any = None, seed: int = 0, **params: Any) -> Controller:
     """Build the controller registered as ``name`` (unknown names list the valid ones).
 

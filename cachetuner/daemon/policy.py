@@ -25,8 +25,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from cachetuner.backend import ApplyResult, BackendFacts, CacheBackend, RequestSample
 from cachetuner.config import RedisConfig
-from cachetuner.control import Controller, ControlSettings, controller_names, is_hindsight, make_controller
-from cachetuner.control.base import CONTROLLERS
+from cachetuner.control import (
+    Controller,
+    ControlSettings,
+    controller_names,
+    is_hindsight,
+    make_controller,
+    watches_history,
+)
 from cachetuner.control.learned import load_policy
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.env import CacheTuningEnv, EnvConfig
@@ -204,7 +210,7 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
     else:
         seed = cfg.policy.seed
     history = None
-    if getattr(CONTROLLERS.get(name), "warm_curves", False):
+    if watches_history(name):
         history = _history(cfg, env_cfg, target, params)
     controller = make_controller(name, settings, seed, **params)
     if getattr(controller, "decides_client_ttl", False):

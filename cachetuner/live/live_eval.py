@@ -25,7 +25,7 @@ from cachetuner.traces.trace import Trace
 
 def _controller(model_path: str | None, config_path: str | None, name: str) -> tuple[Any, Any]:
     """(controller, env config): the trained policy (its own env config) or a registered controller."""
-    from cachetuner.control import make_controller
+    from cachetuner.control import make_controller, watches_history
     from cachetuner.control.learned import load_policy
     from cachetuner.env import EnvConfig
 
@@ -36,6 +36,9 @@ def _controller(model_path: str | None, config_path: str | None, name: str) -> t
             raise ConfigError(f"--config {config_path}: file not found")
         artifact = load_policy(model_path, config=config_path)
         return make_controller("ppo", model=artifact), artifact.env_config
+    if watches_history(name):
+        raise ConfigError(f"--controller {name!r} watches a history before it starts, which live-eval does not give it; "
+                          "use mrc (evaluate it with a suite's `history:`, or run it in the daemon with policy.history)")
     env_cfg = EnvConfig.from_yaml(config_path, key="env") if config_path else EnvConfig()
     return make_controller(name), env_cfg
 

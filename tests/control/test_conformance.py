@@ -48,7 +48,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, mlflow_store) -> Path:
 
 def _build(name: str, seed: int, model: Path):
     fixed = {"config": {"maxmemory": 3_000_000, "maxmemory_policy": "allkeys-lfu"}}
-    params = {"ppo": {"model": model}, "fixed": fixed, "recommended": fixed}
+    params = {"ppo": {"model": model}, "fixed": fixed, "recommended": fixed, "mrc-history": fixed}
     return make_controller(name, SETTINGS, seed, **params.get(name, {}))
 
 
@@ -57,7 +57,7 @@ NAMES = controller_names()
 
 def test_every_builtin_is_registered() -> None:
     assert {"mrc", "static-default", "best-static", "dp-hindsight", "oracle", "hill-climb", "optuna", "ppo",
-            "fixed", "current", "hold", "random", "recommended", "sized-once"} <= set(NAMES)
+            "fixed", "current", "hold", "random", "recommended", "sized-once", "mrc-history"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -70,10 +70,18 @@ def test_only_its_decisions_differ_and_it_decides_from_the_curves_at_once() -> N
 
 
 def test_it_needs_history_to_watch() -> None:
-    """Without skipped history it would silently be ``mrc``: one line says what is missing instead (the daemon
-    refuses it too: tests/daemon/test_daemon_loop_sim.py)."""
+    """Without skipped history it would silently be ``mrc``: one line says what is missing instead, in evaluation,
+    in an A/B arm and in live-eval (the daemon without ``policy.history`` too: tests/daemon/test_daemon_loop_sim.py)."""
+    from cachetuner.ab.arms import build_tuner
+    from cachetuner.ab.config import ArmConfig
+    from cachetuner.live.live_eval import live_eval
+
     with pytest.raises(ConfigError, match="'mrc-history' needs history to watch"):
         evaluate_controllers(_cfg(0), build_controllers(["mrc-history"], ControlSettings()), seed=0)
+    with pytest.raises(ConfigError, match="tuner 'mrc-history' watches a history"):
+        build_tuner(ArmConfig(tuner="mrc-history"))
+    with pytest.raises(ConfigError, match="--controller 'mrc-history' watches a history"):  # before any service starts
+        live_eval(None, read_trace("bundled:web07"), controller="mrc-history")
 
 
 def test_it_starts_at_the_operators_config_then_follows() -> None:
