@@ -34,6 +34,7 @@ from cachetuner.control import (
     watches_history,
 )
 from cachetuner.control.learned import load_policy
+from cachetuner.daemon.checkpoint import Checkpoint, checkpoint_for
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.env import CacheTuningEnv, EnvConfig
 from cachetuner.errors import ConfigError
@@ -137,6 +138,7 @@ class ControllerPolicy:
         hotness: HotnessConfig | None = None,
         history: Trace | None = None,
         history_rate: float = 1.0,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
         self.name = name
         self.controller = controller
@@ -151,6 +153,9 @@ class ControllerPolicy:
 
             self.hot = HotnessFeatures(self.env, make_hotness_predictor(hotness), **hotness.options)
         self.seed = seed
+        #: the mrc family's state across restarts (cachetuner.daemon.checkpoint); None = start cold every time
+        self.checkpoint = checkpoint
+        self._decisions = 0
         self._started = False
         #: extra figures of the last decision for the audit log (hotness features and their backend)
         self.last_info: dict[str, Any] = {}
@@ -160,10 +165,15 @@ class ControllerPolicy:
         if not self._started:
             outer = self.hot if self.hot is not None else self.env
             o, info = outer.reset(seed=self.seed)
-            if self.history is not None and self.env.mrc is not None:
-                n = self.env.mrc.watch(self.history, self.mirror.interval_s, rate=self.history_rate)
-                log.info("%s: the curves watched %d intervals of policy.history", self.name, n)
-            self.controller.reset(context_from_env(self.env, o, info))
+            saved = self.checkpoint.load() if self.checkpoint is not None else None
+            if saved is not None:  # a restart: the curves and the rule go on where they were
+                self.env.mrc, self.controller = saved  # type: ignore[assignment]
+                log.info("%s: resumed the curves and the rule's state from %s", self.name, self.checkpoint.path)  # type: ignore[union-attr]
+            else:
+                if self.history is not None and self.env.mrc is not None:
+                    n = self.env.mrc.watch(self.history, self.mirror.interval_s, rate=self.history_rate)
+                    log.info("%s: the curves watched %d intervals of policy.history", self.name, n)
+                self.controller.reset(context_from_env(self.env, o, info))
             self._started = True
         o, _r, _term, _trunc, info = self.env.step_config(obs.current)
         if self.hot is not None:
@@ -171,9 +181,24 @@ class ControllerPolicy:
             # wrapper's extension is applied to the step_config result here.
             o = self.hot._extend(o, info)
             self.last_info = {"hotness": {**info.get("hotness", {}), "backend": self.hot.predictor.backend}}
-        return self.controller.decide(context_from_env(self.env, o, info))
+        out = self.controller.decide(context_from_env(self.env, o, info))
+        self._decisions += 1
+        if self.checkpoint is not None and self._decisions % self.checkpoint.every == 0:
+            self._save()
+        return out
+
+    def _save(self) -> None:
+        assert self.checkpoint is not None
+        if self.env.mrc is None:
+            return
+        try:
+            self.checkpoint.save(self.env.mrc, self.controller)  # type: ignore[arg-type]
+        except OSError as e:  # a full disk must not stop the tuning; the next save tries again
+            log.warning("%s: checkpoint not saved (%s)", self.name, e)
 
     def close(self) -> None:
+        if self.checkpoint is not None and self._started:
+            self._save()
         if self.hot is not None:
             self.hot.predictor.close()
         self.env.close()
@@ -216,8 +241,11 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
     if getattr(controller, "decides_client_ttl", False):
         raise ConfigError(f"policy: controller {name!r} also decides client-side TTL multipliers, which the daemon "
                           "cannot apply (it changes Redis only through CONFIG SET; TTLs are set by the application)")
+    bounds = (target.bounds.maxmemory_min, target.bounds.maxmemory_max)
+    checkpoint = checkpoint_for(controller, name, target.name, cfg.state_dir, cfg.policy.checkpoint_intervals,
+                                env_cfg.mrc.model_dump(mode="json"), bounds)
     return ControllerPolicy(name, controller, env_cfg, target, backend, cfg.policy.seed, cfg.interval_s, cfg.hotness,
-                            history=history, history_rate=cfg.policy.history_sample_rate)
+                            history=history, history_rate=cfg.policy.history_sample_rate, checkpoint=checkpoint)
 
 
 def _history(cfg: DaemonConfig, env_cfg: EnvConfig, target: TargetConfig, params: dict[str, Any]) -> Trace:

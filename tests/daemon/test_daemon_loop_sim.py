@@ -290,6 +290,29 @@ def test_mrc_history_watches_the_targets_past_and_starts_at_the_config_sized_on_
     assert first.maxmemory_policy == rec.policy and BOUNDS["maxmemory_min"] <= first.maxmemory <= rec.maxmemory
 
 
+def test_mrc_resumes_its_curves_and_rule_after_a_restart(tmp_path: Path) -> None:
+    """``policy.checkpoint_intervals``: the daemon saves the mrc rule's state and curves to ``state_dir``; a daemon
+    restarted with the same policy and bounds goes on from them (the rule keeps counting its intervals, the curves
+    keep their evidence) instead of starting its cold phase again; with other bounds it starts cold."""
+    def run(iterations: int, **over: Any) -> Any:
+        cfg = make_cfg(tmp_path, policy={"name": "mrc", "checkpoint_intervals": 2}, max_iterations=iterations, **over)
+        d = Daemon(cfg)
+        d.run()
+        return d.runners[0].policy
+
+    first = run(6)
+    assert (tmp_path / "state" / "policy-t0.pkl").is_file()
+    seen = first.controller.decider._seen
+    evidence = min(float(e.min()) for e in first.env.curves.evidence.values())
+    again = run(2)
+    assert again.controller.decider._seen == seen + 2
+    assert min(float(e.min()) for e in again.env.curves.evidence.values()) > evidence
+    other = run(2, target={"bounds": {**BOUNDS, "maxmemory_max": 30 * MB}})
+    assert other.controller.decider._seen == 2
+    (tmp_path / "state" / "policy-t0.pkl").write_bytes(b"torn")  # an unreadable file: cold, not a crash
+    assert run(1).controller.decider._seen == 1
+
+
 def test_restart_reconciles_an_intent_left_open_by_kill9(tmp_path: Path) -> None:
     cfg = make_cfg(tmp_path, max_iterations=3, policy={"name": "random", "params": {"seed": 1}})
     Path(cfg.state_dir).mkdir(parents=True)
