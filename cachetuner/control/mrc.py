@@ -35,11 +35,11 @@ class MRCController:
 
 @register_controller("mrc-history")
 class MRCHistoryController(MRCController):
-    """``mrc`` deployed by an operator who has last week's traffic: its curves are fed the requests the workload
-    skips (a suite's ``history:``) before the first decision, it starts without the cold phase (whose rules are bets
-    made while the curves have no evidence), and its first decision runs ``config=`` (in a suite with history, the
-    config ``cachetuner recommend`` computes on that history, as ``recommended`` holds), from which the rule follows
-    the traffic. Without skipped history it is refused (it would be ``mrc``)."""
+    """``mrc`` deployed by an operator who has last week's traffic: its curves watch that traffic before the first
+    decision (the requests a suite's ``history:`` skips; in the daemon, ``policy.history``), it starts without the
+    cold phase (whose rules are bets made while the curves have no evidence), and its first decision runs
+    ``config=`` (``cachetuner recommend``'s config on that history, which ``recommended`` holds), from which the rule
+    follows the traffic. Without a history it is refused (it would be ``mrc``)."""
 
     name = "mrc-history"
     #: evaluate_controllers runs this controller's env with ``mrc.warm_from_skipped``
