@@ -7,7 +7,9 @@ from typing import Any, ClassVar
 from cachetuner.config import RedisConfig
 from cachetuner.control.base import DecisionContext, register_controller
 from cachetuner.control.settings import ControlSettings
+from cachetuner.errors import ConfigError
 from cachetuner.mrc.decide import MRCDecider
+from cachetuner.yamlconfig import validate
 
 
 @register_controller("mrc")
@@ -47,8 +49,12 @@ class MRCHistoryController(MRCController):
 
     def __init__(self, settings: ControlSettings, seed: int = 0, config: RedisConfig | dict[str, Any] | None = None) -> None:
         super().__init__(settings, seed)
-        self.start = config if config is None or isinstance(config, RedisConfig) else RedisConfig(**config)
+        self.start = config if config is None or isinstance(config, RedisConfig) else validate(
+            RedisConfig, config, "mrc-history config")
 
     def reset(self, ctx: DecisionContext) -> None:
+        if self.start is not None and self.start.maxmemory_policy not in ctx.space.policies:
+            raise ConfigError(f"mrc-history config: maxmemory_policy {self.start.maxmemory_policy!r} is not one of the "
+                              f"allowed policies ({', '.join(ctx.space.policies)})")
         s = self.decider.settings
         self.decider.reset(warm=ctx.curves is not None and ctx.curves.ready(s.min_weight), start=self.start)

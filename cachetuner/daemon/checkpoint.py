@@ -6,8 +6,9 @@ deploy, a crash or ``kill -9`` would otherwise place those bets again on a cache
 evaluation measures what warm curves are worth (README "Against an operator with history": ``mrc`` that watched
 the past against ``mrc`` cold). So every ``policy.checkpoint_intervals`` decisions, and at shutdown, the daemon
 pickles the mirror env's estimator and the controller; a daemon started with the same policy, rule settings, curve
-settings and bounds resumes from them instead of starting cold. Anything else (another policy, new bounds, an
-unreadable file) starts cold and says why in the log.
+settings, bounds, interval, history and code resumes from them instead of starting cold. Anything else (another
+policy, new bounds, a deploy that changed the rule's or the curves' code, an unreadable file) starts cold and says
+why in the log.
 
 The file is a pickle the daemon wrote into its own ``state_dir``; like ``state.json`` it must not be writable by
 anyone the daemon does not trust.
@@ -15,6 +16,7 @@ anyone the daemon does not trust.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -66,14 +68,35 @@ class Checkpoint:
         os.replace(tmp, self.path)
 
 
-def checkpoint_for(controller: Any, name: str, target: str, state_dir: str | Path, every: int | None,
-                   mrc_settings: dict[str, Any], bounds: tuple[int, int]) -> Checkpoint | None:
+def code_fingerprint() -> str:
+    """A hash of the source of every module whose objects the checkpoint pickles: a deploy that changes any of them
+    starts cold instead of resuming objects of another shape (an old pickle can load and then fail at its first
+    decision)."""
+    import cachetuner.control.mrc
+    import cachetuner.mrc.curves
+    import cachetuner.mrc.decide
+    import cachetuner.mrc.estimator
+    import cachetuner.mrc.fill
+    import cachetuner.mrc.window
+    import cachetuner.sim.params
+
+    h = hashlib.sha256()
+    for mod in (cachetuner.control.mrc, cachetuner.mrc.curves, cachetuner.mrc.decide, cachetuner.mrc.estimator,
+                cachetuner.mrc.fill, cachetuner.mrc.window, cachetuner.sim.params):
+        h.update(Path(mod.__file__ or "").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def checkpoint_for(controller: Any, target: str, state_dir: str | Path, every: int | None,
+                   context: dict[str, Any]) -> Checkpoint | None:
     """The checkpoint of ``target``'s policy, for the ``mrc`` family (``mrc``, ``mrc-history``) when ``every`` is set;
-    None otherwise (other controllers start as they always did)."""
+    None otherwise (other controllers start as they always did). ``context``: what the saved state depends on
+    besides the rule's settings and the code (the policy name, the curves' and simulator's settings, the bounds,
+    the interval, the history); any change starts cold."""
     if every is None or not isinstance(controller, MRCController):
         return None
-    key = json.dumps({"name": name, "rule": controller.decider.settings.model_dump(mode="json"), "curves": mrc_settings,
-                      "bounds": list(bounds)}, sort_keys=True)
+    key = json.dumps({**context, "rule": controller.decider.settings.model_dump(mode="json"), "code": code_fingerprint(),
+                      "version": VERSION}, sort_keys=True, default=str)
     return Checkpoint(Path(state_dir) / f"policy-{target}.pkl", every, key)
 
 

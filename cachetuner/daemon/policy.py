@@ -37,7 +37,7 @@ from cachetuner.control.learned import load_policy
 from cachetuner.daemon.checkpoint import Checkpoint, checkpoint_for
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.env import CacheTuningEnv, EnvConfig
-from cachetuner.errors import ConfigError
+from cachetuner.errors import CacheTunerError, ConfigError
 from cachetuner.evaluation.episode import context_from_env
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.traces.trace import Trace
@@ -174,6 +174,7 @@ class ControllerPolicy:
                     n = self.env.mrc.watch(self.history, self.mirror.interval_s, rate=self.history_rate)
                     log.info("%s: the curves watched %d intervals of policy.history", self.name, n)
                 self.controller.reset(context_from_env(self.env, o, info))
+            self.history = None  # watched (or superseded by the checkpoint): not kept for the daemon's lifetime
             self._started = True
         o, _r, _term, _trunc, info = self.env.step_config(obs.current)
         if self.hot is not None:
@@ -193,15 +194,17 @@ class ControllerPolicy:
             return
         try:
             self.checkpoint.save(self.env.mrc, self.controller)  # type: ignore[arg-type]
-        except OSError as e:  # a full disk must not stop the tuning; the next save tries again
-            log.warning("%s: checkpoint not saved (%s)", self.name, e)
+        except Exception as e:  # noqa: BLE001 (a full disk or an unpicklable state must not stop the tuning)
+            log.warning("%s: checkpoint not saved (%s: %s)", self.name, type(e).__name__, e)
 
     def close(self) -> None:
-        if self.checkpoint is not None and self._started:
-            self._save()
-        if self.hot is not None:
-            self.hot.predictor.close()
-        self.env.close()
+        try:
+            if self.checkpoint is not None and self._started:
+                self._save()
+        finally:
+            if self.hot is not None:
+                self.hot.predictor.close()
+            self.env.close()
 
 
 def load_env_config(cfg: DaemonConfig) -> EnvConfig:
@@ -237,13 +240,17 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
     history = None
     if watches_history(name):
         history = _history(cfg, env_cfg, target, params)
+    elif cfg.policy.history is not None:
+        raise ConfigError(f"policy.history: only a controller that watches a history uses it (mrc-history), not {name!r}")
     controller = make_controller(name, settings, seed, **params)
     if getattr(controller, "decides_client_ttl", False):
         raise ConfigError(f"policy: controller {name!r} also decides client-side TTL multipliers, which the daemon "
                           "cannot apply (it changes Redis only through CONFIG SET; TTLs are set by the application)")
     bounds = (target.bounds.maxmemory_min, target.bounds.maxmemory_max)
-    checkpoint = checkpoint_for(controller, name, target.name, cfg.state_dir, cfg.policy.checkpoint_intervals,
-                                env_cfg.mrc.model_dump(mode="json"), bounds)
+    checkpoint = checkpoint_for(controller, target.name, cfg.state_dir, cfg.policy.checkpoint_intervals, {
+        "name": name, "curves": env_cfg.mrc.model_dump(mode="json"), "sim": env_cfg.sim.model_dump(mode="json"),
+        "bounds": list(bounds), "interval_s": cfg.interval_s, "history_sample_rate": cfg.policy.history_sample_rate,
+        "history": None if cfg.policy.history is None else cfg.policy.history.model_dump(mode="json")})
     return ControllerPolicy(name, controller, env_cfg, target, backend, cfg.policy.seed, cfg.interval_s, cfg.hotness,
                             history=history, history_rate=cfg.policy.history_sample_rate, checkpoint=checkpoint)
 
@@ -261,16 +268,22 @@ def _history(cfg: DaemonConfig, env_cfg: EnvConfig, target: TargetConfig, params
                           "of it (policy.history: {trace: ..., format: ...}), or run 'mrc'")
     if not env_cfg.mrc.enabled:
         raise ConfigError(f"policy: {name!r} needs the miss-ratio curves (env mrc.enabled)")
-    trace = load_workload(cfg.policy.history)
+    try:
+        trace = load_workload(cfg.policy.history)
+    except CacheTunerError as e:
+        raise ConfigError(f"policy.history ({cfg.policy.history.label}): {e}") from None
     if "config" not in params:
         policies = [p for p in env_cfg.mrc.policies if p in target.bounds.policies]
         if not policies:
             raise ConfigError(f"targets.{target.name}.bounds.policies: none of the curves' policies "
                               f"({', '.join(env_cfg.mrc.policies)}) is allowed, so policy.history cannot size a config")
         budget = env_cfg.prices.budget_bytes if env_cfg.prices is not None else None
-        rec = recommend(trace, memory_per_gib_hour=env_cfg.reward.memory_cost_per_gb_hour, per_miss=env_cfg.reward.miss_cost,
-                        cfg=env_cfg.mrc.model_copy(update={"policies": policies}), budget_bytes=budget, verify=False,
-                        bounds=(target.bounds.maxmemory_min, target.bounds.maxmemory_max))
+        try:
+            rec = recommend(trace, memory_per_gib_hour=env_cfg.reward.memory_cost_per_gb_hour,
+                            per_miss=env_cfg.reward.miss_cost, cfg=env_cfg.mrc.model_copy(update={"policies": policies}),
+                            budget_bytes=budget, verify=False, bounds=(target.bounds.maxmemory_min, target.bounds.maxmemory_max))
+        except CacheTunerError as e:
+            raise ConfigError(f"policy.history ({cfg.policy.history.label}): cannot size a first config: {e}") from None
         params["config"] = RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy)  # type: ignore[arg-type]
         log.info("%s: policy.history %s (%d requests): starting at %s, %d B", target.name, cfg.policy.history.label,
                  len(trace), rec.policy, rec.maxmemory)

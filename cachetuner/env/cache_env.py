@@ -424,8 +424,8 @@ class CacheTuningEnv(gym.Env):
 
             # a live cache has no skipped past to replay
             history = self.backend.skipped_requests() if isinstance(self.backend, SimBackend) else None
-            if history is not None:
-                est.watch(history, self.cfg.interval_s)
+            if history is not None:  # one interval of history per step, as the episode replays it (rate_factor)
+                est.watch(history, self.backend.interval_s * self.backend.speed)
         return est
 
     def _update_anchor(self, snap: MetricsSnapshot) -> None:

@@ -103,7 +103,7 @@ def evaluate_controllers(
     results: dict[str, ControllerResult] = {}
     wl_name = ""
     for name, ctl in controllers.items():
-        env = CacheTuningEnv(_env_config_for(env_cfg, ctl))
+        env = CacheTuningEnv(_env_config_for(env_cfg, ctl, workload))
         try:
             t0 = time.perf_counter()
             cb = (lambda n, _name=name: on_interval(_name, n)) if on_interval is not None else None
@@ -117,12 +117,13 @@ def evaluate_controllers(
     return EvalReport(wl_name, results, env_cfg, best, "USD" if env_cfg.prices is not None else "units")
 
 
-def _env_config_for(env_cfg: EnvConfig, controller: Controller) -> EnvConfig:
+def _env_config_for(env_cfg: EnvConfig, controller: Controller, workload: int = 0) -> EnvConfig:
     """``env_cfg``, with ``mrc.warm_from_skipped`` for a controller that declares ``warm_curves`` (it has watched the
-    skipped history): only its decisions differ, the traffic and the cache start the same for every controller."""
+    skipped history of ``workload``, the one evaluated): only its decisions differ, the traffic and the cache start
+    the same for every controller."""
     if not getattr(controller, "warm_curves", False):
         return env_cfg
-    if not any(w.skip for w in env_cfg.workloads):
+    if not env_cfg.workloads[workload].skip:
         raise ConfigError(f"controller {controller.name!r} needs history to watch: a workload with `skip:` (a suite's "
                           "`history:`); without it, run 'mrc'")
     return env_cfg.model_copy(update={"mrc": env_cfg.mrc.model_copy(update={"warm_from_skipped": True})})

@@ -299,7 +299,8 @@ class MRCDecider:
         full), then the fill cap (``fill_headroom``): what the ``mrc`` controller and the env's anchor both
         call, so they read it alike. The rule itself reasons from the size it chose, not the capped one."""
         if self.fill is None:
-            return self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap))
+            return self._take_start(self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits,
+                                                full=is_full(snap)), cur, space)
         cur = self.fill.intended(cur)  # full is judged against the size the rule chose, not the cap
         full = is_full(snap, cur.maxmemory)
         # tracked every interval, so "stops for good" holds even if the curves were first ready while filling; the
@@ -310,14 +311,20 @@ class MRCDecider:
             self._start_used = float(snap.used_memory)
         self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)
                                               and self._seen >= self.settings.confirm)
-        nxt = self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full)
-        if self._start is not None:
-            nxt, self._start = self._move(cur, (self._start.maxmemory_policy, space.clip(self._start.maxmemory))), None
+        nxt = self._take_start(self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full),
+                               cur, space)
         if nxt == cur and full:
             nxt = self._cold_growth(snap, prices, cur, space)
         if not self._was_ready:
             nxt = self._cold_memory_bound(snap, prices, nxt, space)
         return self.fill.apply(nxt, snap, space, prices)
+
+    def _take_start(self, nxt: RedisConfig, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
+        """The ``start`` config of :meth:`reset` instead of ``nxt``, once (the first decision); ``nxt`` after."""
+        if self._start is None:
+            return nxt
+        start, self._start = self._start, None
+        return self._move(cur, (start.maxmemory_policy, space.clip(start.maxmemory)))
 
     def _cold_memory_bound(self, snap: MetricsSnapshot, prices: Prices, nxt: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """``nxt`` with its size capped by ``cold_memory_bound`` (see the setting), counting ``snap`` into the

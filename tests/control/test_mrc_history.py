@@ -78,6 +78,9 @@ def test_it_needs_history_to_watch() -> None:
 
     with pytest.raises(ConfigError, match="'mrc-history' needs history to watch"):
         evaluate_controllers(_cfg(0), build_controllers(["mrc-history"], ControlSettings()), seed=0)
+    two = _cfg(30000).model_copy(update={"workloads": [WorkloadSpec(**WORKLOAD, skip=30000), WorkloadSpec(**WORKLOAD)]})
+    with pytest.raises(ConfigError, match="needs history to watch"):  # the workload evaluated, not any of them
+        evaluate_controllers(two, build_controllers(["mrc-history"], ControlSettings()), seed=0, workload=1)
     with pytest.raises(ConfigError, match="tuner 'mrc-history' watches a history"):
         build_tuner(ArmConfig(tuner="mrc-history"))
     with pytest.raises(ConfigError, match="--controller 'mrc-history' watches a history"):  # before any service starts
@@ -96,6 +99,16 @@ def test_it_starts_at_the_operators_config_then_follows() -> None:
     # the start's policy at once; its size capped while the cache refills (the bytes in use plus inserts' headroom)
     assert recs[0].policy == "allkeys-lfu" and recs[0].used_memory < recs[0].maxmemory < 30_000_000
     assert max(r.maxmemory for r in recs) <= 30_000_000
+    # without the fill cap the start runs as it is
+    plain = ControlSettings(mrc={"fill_headroom": None})
+    ctls = build_controllers(["mrc-history"], plain, params={"mrc-history": {"config": start}})
+    first = evaluate_controllers(_cfg(30000), ctls, seed=0).results["mrc-history"].records[0]
+    assert (first.maxmemory, first.policy) == (30_000_000, "allkeys-lfu")
+    # a start the env does not allow is one line, not a silent switch
+    bad = build_controllers(["mrc-history"], ControlSettings(),
+                            params={"mrc-history": {"config": {"maxmemory": 30_000_000, "maxmemory_policy": "volatile-ttl"}}})
+    with pytest.raises(ConfigError, match="mrc-history config: maxmemory_policy 'volatile-ttl' is not one of"):
+        evaluate_controllers(_cfg(30000), bad, seed=0)
 
 
 def test_watching_at_the_live_streams_rate_survives_the_live_stream() -> None:

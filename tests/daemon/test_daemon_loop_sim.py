@@ -259,6 +259,10 @@ def test_unknown_and_hindsight_policies_are_refused(tmp_path: Path) -> None:
         Daemon(make_cfg(tmp_path, policy={"name": "ppo"}))
     with pytest.raises(ConfigError, match="policy.history: 'mrc-history' watches the target's past traffic"):
         Daemon(make_cfg(tmp_path, policy={"name": "mrc-history"}))
+    with pytest.raises(ConfigError, match="policy.history: only a controller that watches a history uses it"):
+        Daemon(make_cfg(tmp_path, policy={"name": "mrc", "history": {"trace": "synthetic:zipf"}}))
+    with pytest.raises(ConfigError, match=r"policy.history \(/nope.trace\): /nope.trace: trace file not found"):
+        Daemon(make_cfg(tmp_path, policy={"name": "mrc-history", "history": {"trace": "/nope.trace"}}))
 
 
 def test_mrc_history_watches_the_targets_past_and_starts_at_the_config_sized_on_it(tmp_path: Path) -> None:
