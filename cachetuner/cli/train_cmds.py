@@ -94,6 +94,11 @@ def evaluate_cmd(
         str | None,
         typer.Option("--budget", help="the budget regime's maxmemory cap: bytes (64mb, 1GiB) or a share of the working set (10%)"),
     ] = None,
+    history: Annotated[
+        float | None, typer.Option("--history", min=0.0, max=1.0, help="replay only the trace after this share (0.5: the "
+                                   "second half); `recommended` is sized on it and `mrc-history` watches it (both added "
+                                   "to the default controllers)")
+    ] = None,
     suite: Annotated[
         Path | None, typer.Option("--suite", help="evaluation suite YAML (experiments/suite.yaml): controllers x traces x prices x seeds")
     ] = None,
@@ -113,6 +118,10 @@ def evaluate_cmd(
             from cachetuner.errors import ConfigError
 
             raise ConfigError("--prices/--budget: with --suite the prices come from the suite's `prices:` list")
+        if history is not None:
+            from cachetuner.errors import ConfigError
+
+            raise ConfigError("--history: with --suite the share comes from the suite's `history:`")
 
         res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address)
         if json_out:
@@ -130,7 +139,8 @@ def evaluate_cmd(
     result, report = run_evaluation(
         model=model, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed, limit=limit,
         params=load_params_file(params) or {}, config=config, controllers=names, workload=workload,
-        intervals=intervals, prices=price_option(prices, budget), tracking_uri=tracking_uri, console=console,
+        intervals=intervals, prices=price_option(prices, budget), history=history, tracking_uri=tracking_uri,
+        console=console,
     )
     if json_out:
         emit_json(result)

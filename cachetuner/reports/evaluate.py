@@ -93,6 +93,36 @@ def price_option(preset: str | None, budget: str | None) -> str | PricesConfig |
     return PricesConfig(preset="budget", budget_bytes=parse_size(text, what="--budget"))
 
 
+def with_history(env_cfg: EnvConfig, share: float, workload: int = 0) -> tuple[EnvConfig, dict[str, dict[str, Any]]]:
+    """The env replaying only workload ``workload`` after its first ``share`` (its only workload, skipping that part),
+    and the params of the controllers that use the part skipped: ``recommended`` holds, and ``mrc-history`` starts
+    at, ``cachetuner recommend`` on it at the env's prices. Under a budget the cap is the env's own in bytes (the
+    operator has the same memory as every controller, not a share of the past's working set). A suite's
+    ``history:`` and ``cachetuner evaluate --history``."""
+    from cachetuner.config import RedisConfig
+    from cachetuner.env.sim_backend import load_workload, sim_params_for, working_set_bytes
+    from cachetuner.mrc.recommend import recommend
+
+    spec = env_cfg.workloads[workload]
+    trace = load_workload(spec)
+    skip = int(share * len(trace))
+    if not 0 < skip < len(trace):
+        raise ConfigError(f"history {share:g}: leaves no past or nothing to replay of {spec.label}'s {len(trace):,} requests")
+    past = trace.slice(0, skip)
+    env_cfg = env_cfg.model_copy(update={"workloads": [spec.model_copy(update={"skip": skip})]})
+    budget = None
+    if env_cfg.prices is not None and env_cfg.prices.budget_fraction is not None:
+        budget = env_cfg.bounds.resolve(working_set_bytes(load_workload(env_cfg.workloads[0]), sim_params_for(env_cfg)))[1]
+    elif env_cfg.prices is not None:
+        budget = env_cfg.prices.budget_bytes
+    # the reward holds the prices in dollars (EnvConfig resolves `prices` into it)
+    rec = recommend(past, memory_per_gib_hour=env_cfg.reward.memory_cost_per_gb_hour, per_miss=env_cfg.reward.miss_cost,
+                    budget_bytes=budget, verify=False)
+    config = RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy)  # type: ignore[arg-type]
+    # mrc-history starts at the operator's config, then follows the traffic
+    return env_cfg, {"recommended": {"config": config}, "mrc-history": {"config": config}}
+
+
 def run_evaluation(
     *,
     model: str | Path | None,
@@ -108,12 +138,15 @@ def run_evaluation(
     workload: int = 0,
     intervals: int | None = None,
     prices: str | PricesConfig | None = None,
+    history: float | None = None,
     tracking_uri: str | None = None,
     console: Console | None = None,
 ) -> tuple[dict[str, Any], EvalReport]:
     """Run ``model`` and the other controllers on the same traffic and log the comparison to MLflow.
 
-    Returns the JSON-ready summary (with ``mlflow_run_id``) and the :class:`EvalReport`.
+    ``history``: replay only the workload after that share, which ``recommended`` is sized on and ``mrc-history``
+    watches (both join the default controllers). Returns the JSON-ready summary (with ``mlflow_run_id``) and the
+    :class:`EvalReport`.
     """
     import mlflow
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -126,8 +159,13 @@ def run_evaluation(
                                        limit=limit, params=params, workload=workload, intervals=intervals,
                                        prices=prices)
     names = controllers or [t for t in DEFAULT_EVALUATION if t != "ppo" or model is not None]
+    params_by_name: dict[str, dict[str, Any]] = {}
+    if history is not None:
+        env_cfg, params_by_name = with_history(env_cfg, history, workload)
+        workload = 0
+        names = names if controllers else [*names, "recommended", "mrc-history"]
     artifact = load_policy(model, config=config) if (model is not None and "ppo" in names) else None
-    built = build_controllers(names, cfg.controllers, seed=seed, model=artifact)
+    built = build_controllers(names, cfg.controllers, seed=seed, model=artifact, params=params_by_name)
     console = console or Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as prog:
         tasks = {n: prog.add_task(f"{n}: waiting", total=None) for n in built}
@@ -144,7 +182,8 @@ def run_evaluation(
         mlflow.set_tags({"kind": "evaluate", "workload": report.workload, "model_path": str(model or "")})
         mlflow.log_params({"trace": trace or report.workload, "format": fmt, "size_model": str(size_model),
                            "rate": str(rate), "limit": str(limit), "tuners": ",".join(names), "seed": seed,
-                           "config": str(cfg_source or "defaults"), "prices": _price_label(prices)})
+                           "config": str(cfg_source or "defaults"), "prices": _price_label(prices),
+                           "history": str(history)})
         mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in result["tuners"].items() for k, v in s.items()
                             if isinstance(v, int | float) and not isinstance(v, bool)})
         with tempfile.TemporaryDirectory() as d:

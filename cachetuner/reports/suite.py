@@ -30,14 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 
 from cachetuner.agent.config import TrainConfig
-from cachetuner.config import RedisConfig
 from cachetuner.control import build_controllers
 from cachetuner.control.learned import PolicyArtifact, load_policy
-from cachetuner.env import EnvConfig
 from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
-from cachetuner.reports.evaluate import evaluation_env, resolve_train_config
+from cachetuner.reports.evaluate import evaluation_env, resolve_train_config, with_history
 from cachetuner.yamlconfig import load_model
 
 
@@ -190,38 +188,13 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
                                 prices=price)
     params: dict[str, dict[str, Any]] = {}
     if history is not None:
-        env_cfg, params["recommended"] = _with_history(env_cfg, history)
-        params["mrc-history"] = params["recommended"]  # it starts at the operator's config, then follows
+        env_cfg, params = with_history(env_cfg, history)
     ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact, params=params)
     rep = evaluate_controllers(env_cfg, ctls, seed=seed)
     out = {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json()}
     if history is not None:
         out["history"] = {"share": history, "requests": env_cfg.workloads[0].skip}
     return out
-
-
-def _with_history(env_cfg: EnvConfig, history: float) -> tuple[EnvConfig, dict[str, Any]]:
-    """The env replaying the trace after its first ``history`` share, and the ``recommended`` controller's config:
-    ``cachetuner recommend`` on that share at the cell's prices; under a budget, the cap is the env's own in bytes
-    (the operator has the same memory as every controller of the cell, not a share of the past's working set)."""
-    from cachetuner.env.sim_backend import load_workload, sim_params_for, working_set_bytes
-    from cachetuner.mrc.recommend import recommend
-
-    spec = env_cfg.workloads[0]
-    trace = load_workload(spec)
-    skip = int(history * len(trace))
-    past = trace.slice(0, skip)
-    env_cfg = env_cfg.model_copy(update={"workloads": [spec.model_copy(update={"skip": skip})]})
-    budget = None
-    if env_cfg.prices is not None and env_cfg.prices.budget_fraction is not None:
-        budget = env_cfg.bounds.resolve(working_set_bytes(load_workload(env_cfg.workloads[0]), sim_params_for(env_cfg)))[1]
-    elif env_cfg.prices is not None:
-        budget = env_cfg.prices.budget_bytes
-    # the reward holds the cell's prices in dollars (EnvConfig resolves `prices` into it)
-    rec = recommend(past, memory_per_gib_hour=env_cfg.reward.memory_cost_per_gb_hour, per_miss=env_cfg.reward.miss_cost,
-                    budget_bytes=budget, verify=False)
-    config = RedisConfig(maxmemory=rec.maxmemory, maxmemory_policy=rec.policy)  # type: ignore[arg-type]
-    return env_cfg, {"config": config}
 
 
 def run_suite(

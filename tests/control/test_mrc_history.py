@@ -139,3 +139,37 @@ def test_watching_at_the_live_streams_rate_survives_the_live_stream() -> None:
         est.update(sample, total_gets=gets, total_get_bytes=int(live.sizes[live.ops == Op.GET].sum()))
         after[rate] = evidence(est) / before
     assert after[0.05] > 0.9 and after[1.0] < 0.5
+
+
+def test_evaluate_history_replays_the_rest_with_both_history_controllers(tmp_path, mlflow_store) -> None:
+    """``cachetuner evaluate --history 0.5``: one trace, no suite YAML; the second half is replayed, and
+    ``recommended`` and ``mrc-history`` join the default controllers. Nonsense shares and ``--suite`` are one line."""
+    import json
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from cachetuner.cli.main import _load_commands, app
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"experiment": "history-cli", "total_timesteps": 1, "env": {
+        "workloads": [WORKLOAD], "interval_s": 10, "episode_intervals": None, "warmup_intervals": 1,
+        "bounds": {"min_bytes": 2_000_000, "max_bytes": 40_000_000, "initial_bytes": 8_000_000},
+        "actions": {"policies": ["allkeys-lru", "allkeys-lfu"], "timeouts": [0]}},
+        "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
+    _load_commands()
+    uri = mlflow_store(tmp_path)
+    args = ["evaluate", "--config", str(exp), "--trace", "synthetic:zipf", "--rate", "200", "--limit", "20000",
+            "--json", "--tracking-uri", uri]
+    whole = json.loads(CliRunner().invoke(app, args).stdout)
+    res = CliRunner().invoke(app, [*args, "--history", "0.5"])
+    assert res.exit_code == 0, (res.output, res.exception)
+    half = json.loads(res.stdout)
+    assert {"recommended", "mrc-history", "mrc", "static-default"} <= set(half["tuners"])
+    assert {"recommended", "mrc-history"}.isdisjoint(whole["tuners"])
+    # 20,000 requests at 200 req/s are 10 intervals, 5 after the first half; one of each is the env's warm-up
+    assert (whole["tuners"]["static-default"]["intervals"], half["tuners"]["static-default"]["intervals"]) == (9, 4)
+    bad = CliRunner().invoke(app, [*args, "--history", "1"])
+    assert isinstance(bad.exception, ConfigError) and "leaves no past or nothing to replay" in str(bad.exception)
+    suite = CliRunner().invoke(app, ["evaluate", "--suite", "experiments/suite-history.yaml", "--history", "0.5"])
+    assert isinstance(suite.exception, ConfigError) and "--history: with --suite" in str(suite.exception)
