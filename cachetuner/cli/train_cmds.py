@@ -112,15 +112,12 @@ def evaluate_cmd(
     """Run the trained policy and the other controllers on the same traffic; report cost, hit ratio,
     memory, savings vs static-default and regret vs the best hindsight reference."""
     if suite is not None:
+        from cachetuner.errors import ConfigError
         from cachetuner.reports.suite import print_suite, run_suite
 
         if prices is not None or budget is not None:
-            from cachetuner.errors import ConfigError
-
             raise ConfigError("--prices/--budget: with --suite the prices come from the suite's `prices:` list")
         if history is not None:
-            from cachetuner.errors import ConfigError
-
             raise ConfigError("--history: with --suite the share comes from the suite's `history:`")
 
         res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address)

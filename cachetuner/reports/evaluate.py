@@ -110,11 +110,10 @@ def with_history(env_cfg: EnvConfig, share: float, workload: int = 0) -> tuple[E
         raise ConfigError(f"history {share:g}: leaves no past or nothing to replay of {spec.label}'s {len(trace):,} requests")
     past = trace.slice(0, skip)
     env_cfg = env_cfg.model_copy(update={"workloads": [spec.model_copy(update={"skip": skip})]})
+    prices = env_cfg.prices
     budget = None
-    if env_cfg.prices is not None and env_cfg.prices.budget_fraction is not None:
-        budget = env_cfg.bounds.resolve(working_set_bytes(load_workload(env_cfg.workloads[0]), sim_params_for(env_cfg)))[1]
-    elif env_cfg.prices is not None:
-        budget = env_cfg.prices.budget_bytes
+    if prices is not None and prices.budget is not None:  # the cap the env gives the replayed part
+        budget = prices.budget_cap(working_set_bytes(load_workload(env_cfg.workloads[0]), sim_params_for(env_cfg)))
     # the reward holds the prices in dollars (EnvConfig resolves `prices` into it)
     rec = recommend(past, memory_per_gib_hour=env_cfg.reward.memory_cost_per_gb_hour, per_miss=env_cfg.reward.miss_cost,
                     budget_bytes=budget, verify=False)
