@@ -8,6 +8,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.control.base import DecisionContext, register_controller
 from cachetuner.control.settings import ControlSettings
 from cachetuner.errors import ConfigError
+from cachetuner.yamlconfig import validate
 
 
 @register_controller("static-default")
@@ -45,7 +46,8 @@ class FixedConfig:
     def __init__(self, settings: ControlSettings, seed: int = 0, config: RedisConfig | dict[str, Any] | None = None) -> None:
         if config is None:
             raise ConfigError("controller 'fixed' needs config: {maxmemory: ..., maxmemory_policy: ...}")
-        self.config = config if isinstance(config, RedisConfig) else RedisConfig(**config)
+        # one-line ConfigError naming the controller and field, as mrc-history's start config does
+        self.config = config if isinstance(config, RedisConfig) else validate(RedisConfig, config, f"{self.name} config")
 
     def reset(self, ctx: DecisionContext) -> None:
         return None

@@ -173,3 +173,12 @@ def test_evaluate_history_replays_the_rest_with_both_history_controllers(tmp_pat
     assert isinstance(bad.exception, ConfigError) and "leaves no past or nothing to replay" in str(bad.exception)
     suite = CliRunner().invoke(app, ["evaluate", "--suite", "experiments/suite-history.yaml", "--history", "0.5"])
     assert isinstance(suite.exception, ConfigError) and "--history: with --suite" in str(suite.exception)
+
+
+@pytest.mark.parametrize("name", ["fixed", "recommended", "mrc-history"])
+def test_a_bad_explicit_config_is_one_line_naming_the_controller_and_field(name: str) -> None:
+    """`fixed`, `recommended` and `mrc-history` take the same `config=`; a typo in it is the same one-line error
+    (the controller and the field), never pydantic's multi-line dump."""
+    with pytest.raises(ConfigError, match=rf"^{name} config: field 'maxmemory': .*integer") as e:
+        build_controllers([name], ControlSettings(), params={name: {"config": {"maxmemory": "big"}}})
+    assert "\n" not in str(e.value)
