@@ -295,9 +295,13 @@ class CacheTuningEnv(gym.Env):
             # its clock early (its cold phase, its confirm streaks), and k = 0 would no longer be mrc
             snap = self._advance(anchor=i == self.cfg.warmup_intervals - 1)
             if self.backend.exhausted:  # keep at least one step in the episode
+                need = (self.cfg.warmup_intervals + 1) * self.cfg.interval_s
+                trace = getattr(self.backend, "trace", None)
+                spans = f"spans {trace.duration:.3g} s, " if trace is not None else ""
                 raise ConfigError(
-                    f"workload {self.workload}: shorter than warmup_intervals + 1 "
-                    f"({self.cfg.warmup_intervals + 1} x {self.cfg.interval_s:g} s); lower env.warmup_intervals"
+                    f"workload {self.workload}: {spans}shorter than warmup_intervals + 1 "
+                    f"({self.cfg.warmup_intervals + 1} x {self.cfg.interval_s:g} s = {need:g} s); a lower --rate "
+                    "stretches a trace without timestamps, or lower env.warmup_intervals / env.interval_s"
                 )
         self._prev = snap
         self._steps = 0

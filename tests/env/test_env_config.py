@@ -92,3 +92,16 @@ def test_reward_charges_each_tenant_breach_by_its_weight() -> None:
     cost = interval_cost(snap, changed=False, cfg=rw, slo_p95_ms=150.0)
     assert cost["slo"] == 3 * 10.0 + 1 * 10.0 and cost["miss"] == 130.0
     assert interval_cost(snap, changed=False, cfg=RewardConfig(slo_penalty=10.0), slo_p95_ms=150.0)["slo"] == 0.0
+
+
+def test_a_trace_shorter_than_the_warmup_says_how_long_it_is_and_what_to_change() -> None:
+    """A short real trace at the default rate (LIRS-sized: 2,000 requests = 2 s) is one line naming the workload,
+    its span, what the env needs and the knobs that fix it: a user runs into it with `evaluate --trace`."""
+    cfg = EnvConfig.model_validate({"workloads": [{"trace": "synthetic:zipf", "params": {"n_requests": 2000, "n_keys": 100,
+                                                                                       "rate": 1000}}],
+                                    "interval_s": 60, "warmup_intervals": 5})
+    env = CacheTuningEnv(cfg)
+    with pytest.raises(ConfigError, match=r"spans 2(\.\d+)? s, shorter than warmup_intervals \+ 1 \(6 x 60 s = 360 s\); "
+                                          r"a lower --rate stretches") as e:
+        env.reset(seed=0)
+    assert "\n" not in str(e.value)
