@@ -120,13 +120,27 @@ class ByteChunk:
 
 
 def iter_records(
-    path: Path, record_size: int, *, chunk_bytes: int | None = None, progress: ProgressFn | None = None
+    path: Path,
+    record_size: int,
+    *,
+    chunk_bytes: int | None = None,
+    progress: ProgressFn | None = None,
+    skip: int = 0,
 ) -> Iterator[ByteChunk]:
-    """Yield chunks holding whole ``record_size``-byte records; a trailing partial record is an error."""
+    """Yield chunks holding whole ``record_size``-byte records; a trailing partial record is an error.
+
+    ``skip`` leading bytes (a header the caller has already read with :func:`read_head`) are read
+    past first, so ``.zst`` files need no seek; chunk offsets stay offsets in the whole file.
+    """
     chunk_bytes = chunk_bytes or BINARY_CHUNK_BYTES
     chunk_bytes = max(chunk_bytes - chunk_bytes % record_size, record_size)
     offset = 0
     with open_binary(path, progress) as f:
+        while offset < skip:
+            got = len(f.read(min(skip - offset, chunk_bytes)))
+            if not got:
+                raise TraceError(f"{path}: file ends at byte offset {offset}, inside its {skip}-byte header")
+            offset += got
         while True:
             try:
                 data = f.read(chunk_bytes)

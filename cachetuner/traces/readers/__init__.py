@@ -1,5 +1,5 @@
 """Built-in trace readers; importing this package registers them in :data:`FORMATS`."""
 
-from cachetuner.traces.readers import binary, blockcsv, kv, text
+from cachetuner.traces.readers import binary, blockcsv, delimited, kv, lcsbin, text
 
-__all__ = ["binary", "blockcsv", "kv", "text"]
+__all__ = ["binary", "blockcsv", "delimited", "kv", "lcsbin", "text"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.lib.recfunctions import repack_fields
 
 from cachetuner.traces.assemble import Columns, ReadOptions, build_trace
 from cachetuner.traces.base import NoParams, register_format, validate_params
@@ -16,19 +17,25 @@ from cachetuner.traces.trace import Trace
 ORACLE_DTYPE = np.dtype([("t", "<u4"), ("id", "<u8"), ("sz", "<u4"), ("nxt", "<i8")])
 
 
-def read_records(path: Path, dtype: np.dtype, opts: ReadOptions) -> np.ndarray:
-    """All records (up to ``opts.limit``) as one structured array, read chunk by chunk."""
+def read_records(path: Path, dtype: np.dtype, opts: ReadOptions, *, skip: int = 0) -> np.ndarray:
+    """All records (up to ``opts.limit``) as one structured array, read chunk by chunk.
+
+    ``skip``: header bytes before the first record. Bytes the dtype leaves unnamed (gaps between
+    its field offsets, up to its itemsize) are dropped as each chunk is copied, so fields a reader
+    ignores never reach memory.
+    """
+    packed = repack_fields(dtype)
     parts: list[np.ndarray] = []
     have = 0
-    for chunk in iter_records(path, dtype.itemsize, progress=opts.progress):
+    for chunk in iter_records(path, dtype.itemsize, progress=opts.progress, skip=skip):
         arr = np.frombuffer(chunk.data, dtype=dtype)
         if opts.limit is not None and have + len(arr) >= opts.limit:
-            parts.append(arr[: opts.limit - have].copy())
+            parts.append(arr[: opts.limit - have].astype(packed))
             have = opts.limit
             break
-        parts.append(arr.copy())
+        parts.append(arr.astype(packed))
         have += len(arr)
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=packed)
 
 
 @dataclass(frozen=True)
