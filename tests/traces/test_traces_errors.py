@@ -7,17 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zstandard
+from traces_testlib import one_line_error
 
 from cachetuner.errors import CacheTunerError, ConfigError, TraceError
 from cachetuner.traces import FORMATS, parse_size_model, read_trace
 
-
-def _err(fn, *args, **kw) -> str:
-    with pytest.raises(TraceError) as info:
-        fn(*args, **kw)
-    msg = str(info.value)
-    assert "\n" not in msg and msg
-    return msg
+_err = one_line_error
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:

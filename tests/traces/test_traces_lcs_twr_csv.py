@@ -16,11 +16,11 @@ import libcachesim
 import numpy as np
 import pytest
 import zstandard
+from traces_testlib import one_line_error
 from typer.testing import CliRunner
 
 import cachetuner.cli.trace_cmds  # noqa: F401  (registers the commands)
 from cachetuner.cli.app import app
-from cachetuner.errors import TraceError
 from cachetuner.traces import FORMATS, Op, detect_format, read_trace
 from cachetuner.traces.readers.ops import LIBCACHESIM_OPS
 
@@ -46,12 +46,7 @@ TWR = np.dtype([("t", "<u4"), ("id", "<u8"), ("kv", "<u4"), ("op_ttl", "<u4")])
 runner = CliRunner()
 
 
-def _err(fn, *args, **kw) -> str:
-    with pytest.raises(TraceError) as info:
-        fn(*args, **kw)
-    msg = str(info.value)
-    assert "\n" not in msg and msg
-    return msg
+_err = one_line_error
 
 
 def _header(version: int, *, end_magic: int = MAGIC) -> bytes:
