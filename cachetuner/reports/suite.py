@@ -290,6 +290,10 @@ def track_cells(
                 mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in cell["tuners"].items() for k, v in s.items()
                                     if isinstance(v, int | float) and not isinstance(v, bool)})
             prog.advance(task)
+            if not console.is_terminal:  # a log file gets no live bar until the end: a line per cell instead
+                done = int(prog.tasks[task].completed)
+                console.print(f"{kind} {done}/{len(args)}: {cell['trace']} / {cell['prices']} / seed {cell['seed']}",
+                              highlight=False)
 
         if ray_address is None:
             for i, a in enumerate(args):

@@ -81,7 +81,7 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     assert own.env.mrc.anchor.min_weight == 700
 
 
-def test_suite_end_to_end(tmp_path: Path, mlflow_store) -> None:
+def test_suite_end_to_end(tmp_path: Path, mlflow_store, capfd) -> None:
     from cachetuner.reports.suite import run_suite
 
     exp = tmp_path / "exp.yaml"
@@ -100,6 +100,9 @@ def test_suite_end_to_end(tmp_path: Path, mlflow_store) -> None:
     uri = mlflow_store(tmp_path)
     res = run_suite(suite, tracking_uri=uri)
     assert len(res["cells"]) == 2
+    # stderr is not a terminal here (a log file, CI): a line per finished cell instead of the live bar
+    err = capfd.readouterr().err
+    assert "suite 1/2: zipf / scaled / seed 0" in err and "suite 2/2: zipf / budget-5MB / seed 0" in err
     budget = next(c for c in res["cells"] if c["prices"] == "budget-5MB")
     for name, row in budget["tuners"].items():
         assert 0 < row["mean_maxmemory_bytes"] <= 5_000_000, name
