@@ -159,6 +159,7 @@ class ControllerPolicy:
         self._started = False
         #: extra figures of the last decision for the audit log (hotness features and their backend)
         self.last_info: dict[str, Any] = {}
+        self._curves_ready = False
 
     def decide(self, obs: PolicyInput) -> RedisConfig:
         self.mirror.push(obs.snapshot, obs.current)
@@ -183,10 +184,28 @@ class ControllerPolicy:
             o = self.hot._extend(o, info)
             self.last_info = {"hotness": {**info.get("hotness", {}), "backend": self.hot.predictor.backend}}
         out = self.controller.decide(context_from_env(self.env, o, info))
+        self._note_curves()
         self._decisions += 1
         if self.checkpoint is not None and self._decisions % self.checkpoint.every == 0:
             self._save()
         return out
+
+    def _note_curves(self) -> None:
+        """For the audit log (``policy_info.curves``): how much evidence the curves carry and whether the rule's
+        ``min_weight`` is reached, so an operator warming the curves in a dry run sees when they are ready; logged
+        once when they first are."""
+        decider = getattr(self.controller, "decider", None)
+        if self.env.mrc is None or decider is None:
+            return
+        curves, need = self.env.curves, float(decider.settings.min_weight)
+        evidence = min((float(e.min()) for e in curves.evidence.values()), default=0.0) if curves is not None else 0.0
+        ready = curves is not None and curves.ready(need)
+        if ready and not self._curves_ready:
+            log.info("%s: the curves are ready (%.0f sampled GETs at their sparsest point, %d decisions in)",
+                     self.name, evidence, self._decisions + 1)
+        self._curves_ready = ready
+        self.last_info = {**self.last_info, "curves": {"ready": ready, "evidence_gets": round(evidence, 1),
+                                                       "min_weight": need}}
 
     def _save(self) -> None:
         assert self.checkpoint is not None

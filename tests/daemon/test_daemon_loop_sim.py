@@ -317,6 +317,37 @@ def test_mrc_resumes_its_curves_and_rule_after_a_restart(tmp_path: Path) -> None
     assert run(1).controller.decider._seen == 1
 
 
+def test_observe_first_a_dry_run_warms_the_curves_the_tuning_daemon_resumes(tmp_path: Path) -> None:
+    """Deploying in two steps: a daemon with ``dry_run: true`` decides and logs but applies nothing, while its curves
+    watch the traffic and its checkpoint is written; the tuning daemon started after it (same policy, settings and
+    bounds; ``dry_run`` is not part of the checkpoint's key) resumes from that state. Its first decisions are made on
+    the curves' evidence, not the cold phase's bets: on the same target a cold daemon grows the operator's 24 MB to
+    36 and 40 MB and then shrinks it back to ~23.5 MB, while the resumed one keeps 24 MB (within the band)."""
+    def run(state: str, iterations: int, dry_run: bool) -> tuple[Any, DaemonConfig]:
+        cfg = make_cfg(tmp_path / state, policy={"name": "mrc", "checkpoint_intervals": 2}, max_iterations=iterations,
+                       dry_run=dry_run)
+        d = Daemon(cfg)
+        d.run()
+        return d.runners[0].policy, cfg
+
+    def changes(cfg: DaemonConfig) -> list[int]:
+        return [r["applied"]["maxmemory"] for r in read_audit(cfg.audit_path)
+                if r.get("phase") == "outcome" and r.get("outcome") == "applied"]
+
+    observed, cfg = run("s", 24, dry_run=True)
+    assert changes(cfg) == [] and (tmp_path / "s" / "state" / "policy-t0.pkl").is_file()
+    assert observed.env.curves.ready(observed.controller.decider.settings.min_weight)
+    # the audit log tells the operator when the warm-up is done: not ready at first, ready by the end
+    ready = [r["policy_info"]["curves"]["ready"] for r in read_audit(cfg.audit_path) if r.get("phase") == "decision"]
+    assert len(ready) == 24 and not ready[0] and ready[-1]
+    seen = observed.controller.decider._seen
+    tuned, cfg = run("s", 3, dry_run=False)
+    assert tuned.controller.decider._seen == seen + 3  # resumed, not cold
+    _, cold_cfg = run("cold", 3, dry_run=False)
+    assert len(changes(cold_cfg)) == 3 and max(changes(cold_cfg)) >= 36 * MB  # the cold phase's bets
+    assert changes(cfg) == []
+
+
 def test_restart_reconciles_an_intent_left_open_by_kill9(tmp_path: Path) -> None:
     cfg = make_cfg(tmp_path, max_iterations=3, policy={"name": "random", "params": {"seed": 1}})
     Path(cfg.state_dir).mkdir(parents=True)
