@@ -37,6 +37,7 @@ test: install debs
 
 lint: install
 	$(VENV)/bin/ruff check cachetuner tests
+	$(VENV)/bin/mypy cachetuner
 
 clean:
 	rm -rf $(VENV) mlruns mlflow.db .pytest_cache

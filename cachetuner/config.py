@@ -12,8 +12,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+Policy = Literal[
+    "noeviction",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "exact-lru",
+]
+
 #: The eight ``maxmemory-policy`` values of Redis 7, in the order used by discrete action spaces.
-REDIS_POLICIES: tuple[str, ...] = (
+REDIS_POLICIES: tuple[Policy, ...] = (
     "noeviction",
     "allkeys-lru",
     "allkeys-lfu",
@@ -23,6 +35,13 @@ REDIS_POLICIES: tuple[str, ...] = (
     "volatile-random",
     "volatile-ttl",
 )
+
+
+def redis_policies() -> list[Policy]:
+    """The eight Redis policies as a fresh list (a config model's default: every Redis policy allowed)."""
+    return list(REDIS_POLICIES)
+
+
 #: Simulator-only reference policy: true LRU, no sampling (for exact cross-checks with libCacheSim).
 SIM_ONLY_POLICIES: tuple[str, ...] = ("exact-lru",)
 
@@ -40,18 +59,6 @@ REDIS_PARAMS: dict[str, str] = {
 REDIS_PARAM_NAMES: tuple[str, ...] = tuple(REDIS_PARAMS.values())
 #: Fields whose Redis value is a string as is; every other field is an integer.
 _STRING_FIELDS = frozenset({"maxmemory_policy"})
-
-Policy = Literal[
-    "noeviction",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-    "exact-lru",
-]
 
 
 class RedisConfig(BaseModel):

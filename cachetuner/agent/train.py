@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -26,6 +26,10 @@ from cachetuner.agent.config import TrainConfig
 from cachetuner.control.learned import CONFIG_SIDECAR, one_thread
 from cachetuner.env import CacheTuningEnv, EnvConfig
 from cachetuner.hotness_model.settings import HotnessSettings
+
+if TYPE_CHECKING:
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3 import PPO
 
 __all__ = ["CONFIG_SIDECAR", "TrainResult", "make_env", "one_thread", "train"]
 
@@ -137,6 +141,7 @@ def build_model(cfg: TrainConfig, vec_env: Any) -> Any:
     import torch
 
     p = cfg.ppo
+    algo: type[PPO] | type[RecurrentPPO]
     if p.policy == "lstm":
         from sb3_contrib import RecurrentPPO as algo
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -64,7 +64,7 @@ def controllers_cmd(json_out: JsonOpt = False) -> None:
     """List the registered controllers: name, whether it needs the future (hindsight), what it does."""
     from cachetuner.control import CONTROLLERS, controller_names
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in controller_names():
         cls = CONTROLLERS.get(name)
         doc = summary_line(cls.__doc__)

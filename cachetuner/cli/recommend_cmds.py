@@ -103,7 +103,7 @@ def recommend_cmd(
     """The cost-optimal static maxmemory and policy for a trace: its sampled miss-ratio curves priced in dollars (memory + misses), the cheapest config, and a replay of the trace there.
 
     One config for the whole trace; for traffic that shifts, the online controllers (mrc, ppo) follow it."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     from cachetuner.mrc.config import MRCConfig
     from cachetuner.reports.recommend import run_recommend
@@ -127,7 +127,7 @@ def recommend_cmd(
     cur = _current(current, tr, chosen[0])
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=json_out) as prog:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def tick(stage: str, done: int, total: int) -> None:
             if stage not in tasks:

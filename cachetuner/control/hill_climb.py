@@ -38,7 +38,7 @@ class HillClimb:
             return cur
         mono = curves.monotone()
         size = float(cur.maxmemory)
-        policy = cur.maxmemory_policy
+        policy: str = cur.maxmemory_policy
         candidates = [p for p in mono.policies if p in ctx.space.policies]
         if candidates:
             here = {p: float(mono.hit_ratio(p, size)) for p in candidates}

@@ -29,7 +29,7 @@ def _grid(ctx: DecisionContext, settings: ControlSettings) -> list[RedisConfig]:
     """The grid's configs, plus the episode's initial size under each grid policy and timeout (so that
     the hindsight references also cover the config static-default runs)."""
     g = settings.grid
-    pols = list(g.policies) if g.policies else None
+    pols: list[str] | None = list(g.policies) if g.policies else None
     touts = list(g.timeouts) if g.timeouts else None
     cfgs = ctx.space.grid(ctx.config, g.n_sizes, pols, touts)
     start = ctx.space.clip(settings.static_maxmemory or ctx.config.maxmemory)

@@ -14,7 +14,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -26,6 +26,10 @@ from cachetuner.errors import ConfigError
 from cachetuner.hotness_model.settings import HotnessSettings
 from cachetuner.mrc.decide import MRCControlSettings
 from cachetuner.yamlconfig import load_yaml, validate
+
+if TYPE_CHECKING:
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3 import PPO
 
 #: The resolved training config saved next to every model.
 CONFIG_SIDECAR = "train_config.yaml"
@@ -131,6 +135,7 @@ def load_policy(
         env.mrc.pin_anchor(rule)  # the rule it was trained around (TrainConfig does the same)
     recurrent = str((raw.get("ppo") or {}).get("policy", "mlp")).lower() in ("lstm", "recurrent")
     one_thread()
+    model: PPO | RecurrentPPO
     try:
         if recurrent:
             from sb3_contrib import RecurrentPPO
@@ -190,7 +195,9 @@ class LearnedPolicy:
             from cachetuner.hotness_model.predictor import InProcessPredictor
 
             h = self.artifact.hotness
-            self.hot = HotnessTracker(InProcessPredictor(h.lstm_path, device="cpu"), **h.options())
+            assert h.lstm_path is not None  # enabled settings have one (validated), resolved by load_policy
+            opts: dict[str, Any] = h.options()  # dict[str, float], but max_keys is an int
+            self.hot = HotnessTracker(InProcessPredictor(h.lstm_path, device="cpu"), **opts)
         self.needs_sample = self.hot is not None
         self._state: Any = None
         self._start = True

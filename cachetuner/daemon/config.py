@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cachetuner.config import REDIS_POLICIES, Policy, TenantTarget
+from cachetuner.config import Policy, TenantTarget, redis_policies
 from cachetuner.env.config import WorkloadSpec
 from cachetuner.yamlconfig import load_model
 
@@ -31,7 +31,7 @@ class Bounds(BaseModel):
 
     maxmemory_min: int = Field(..., ge=1, description="bytes; 0 (unlimited) is never allowed")
     maxmemory_max: int = Field(..., ge=1, description="bytes")
-    policies: list[Policy] = Field(default_factory=lambda: list(REDIS_POLICIES), min_length=1)
+    policies: list[Policy] = Field(default_factory=redis_policies, min_length=1)
     timeouts: list[int] = Field(default_factory=lambda: [0, 30, 300], min_length=1, description="allowed `timeout` values (s)")
     samples: list[int] | None = Field(None, description="allowed maxmemory-samples; None = any value 1..64")
     clamp_maxmemory: bool = Field(True, description="bounds guard clamps maxmemory into range instead of vetoing")

@@ -355,7 +355,8 @@ class CacheTuningEnv(gym.Env):
             # A pre-sampled (live) stream needs the interval's GET count for SHARDS-adj.
             self.whatif.update(sample, total_gets=snap.gets if sample.rate < 1.0 else None)
         if self.mrc is not None:
-            sample = sample if self.whatif is not None else self.backend.recent_requests()
+            if sample is None:  # the what-if estimator did not fetch it
+                sample = self.backend.recent_requests()
             live = sample.rate < 1.0
             self.mrc.update(sample, total_gets=snap.gets if live else None,
                             total_get_bytes=snap.byte_requests if live else None)
@@ -426,10 +427,10 @@ class CacheTuningEnv(gym.Env):
         if self.cfg.mrc.warm_from_skipped:
             from cachetuner.env.sim_backend import SimBackend
 
-            # a live cache has no skipped past to replay
-            history = self.backend.skipped_requests() if isinstance(self.backend, SimBackend) else None
-            if history is not None:  # one interval of history per step, as the episode replays it (rate_factor)
-                est.watch(history, self.backend.interval_s * self.backend.speed)
+            if isinstance(self.backend, SimBackend):  # a live cache has no skipped past to replay
+                history = self.backend.skipped_requests()
+                if history is not None:  # one interval of history per step, as the episode replays it (rate_factor)
+                    est.watch(history, self.backend.interval_s * self.backend.speed)
         return est
 
     def _update_anchor(self, snap: MetricsSnapshot) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from cachetuner.config import REDIS_POLICIES, Policy, RedisConfig, TenantTarget
+from cachetuner.config import Policy, RedisConfig, TenantTarget, redis_policies
 from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.mrc.config import MRCConfig
@@ -28,6 +28,12 @@ DEFAULT_WORKLOAD_PARAMS: dict[str, Any] = {"n_keys": 50_000, "n_requests": 1_500
 
 #: The seed design's four policies of the ``discrete12`` action space (3 memory moves x 4 policies).
 DISCRETE12_POLICIES: tuple[Policy, ...] = ("allkeys-lru", "allkeys-lfu", "volatile-lru", "volatile-ttl")
+
+
+def _whatif_policies() -> list[Policy]:
+    """The what-if estimator's default policies (a fresh list per model)."""
+    return ["allkeys-lru", "allkeys-lfu"]
+
 
 QosClass = Literal["gold", "silver", "bronze"]
 
@@ -148,7 +154,7 @@ class ActionConfig(BaseModel):
         min_length=1,
         description="relative maxmemory changes (new = old * (1 + step), clipped to the bounds)",
     )
-    policies: list[Policy] = Field(default_factory=lambda: list(REDIS_POLICIES), min_length=1)
+    policies: list[Policy] = Field(default_factory=redis_policies, min_length=1)
     timeouts: list[int] = Field(default_factory=lambda: [0, 30, 300], min_length=1)
     samples: list[int] | None = Field(None, description="maxmemory-samples choices; None = not tuned")
     lfu_log_factors: list[int] | None = Field(None, description="lfu-log-factor choices; None = not tuned")
@@ -271,7 +277,7 @@ class WhatIfConfig(BaseModel):
     min_keys: int = Field(500, ge=0, description="raise the rate so that about this many keys are sampled")
     modulus: int = Field(1 << 24, ge=2, description="P in 'keep key iff hash(key) mod P < rate * P'")
     sizes: list[float] = Field(default_factory=lambda: [0.5, 0.75, 1.25, 1.5, 2.0], description="x current maxmemory")
-    policies: list[Policy] = Field(default_factory=lambda: ["allkeys-lru", "allkeys-lfu"])
+    policies: list[Policy] = Field(default_factory=_whatif_policies)
     mirror: bool = Field(True, description="also simulate the current config (x1.0) as a bias reference")
     adjust: bool = Field(True, description="SHARDS-adj: correct for over/under-sampled references")
 

@@ -11,6 +11,11 @@ from cachetuner.keysample import MODULUS
 from cachetuner.mrc.decide import MRCControlSettings
 
 
+def _default_policies() -> list[Policy]:
+    """The policies with a curve by default (a fresh list per model)."""
+    return ["allkeys-lru", "allkeys-lfu"]
+
+
 class MRCConfig(BaseModel):
     """Full-range miss-ratio curves from miniature simulations on a spatial key sample.
 
@@ -26,7 +31,7 @@ class MRCConfig(BaseModel):
     enabled: bool = True
     n_sizes: int = Field(24, ge=4, le=128, description="log-spaced absolute sizes spanning the maxmemory bounds")
     policies: list[Policy] = Field(
-        default_factory=lambda: ["allkeys-lru", "allkeys-lfu"],
+        default_factory=_default_policies,
         min_length=1,
         description="policies with a curve (each: n_sizes miniature simulations)",
     )

@@ -92,10 +92,10 @@ class FillCap:
             cap = target
         else:
             need = self.need(snap, grown)
-            cap = prev if need <= prev else max(need, prev * self.step)
+            want = prev if need <= prev else max(need, prev * self.step)
             if need < self.shrink_below * prev and self._pays(prices, prev, need):
-                cap = need
-            cap = int(min(max(cap, space.min_bytes), target))
+                want = need
+            cap = int(min(max(want, space.min_bytes), target))
             if cap < target and not self._pays(prices, target, cap):
                 cap = target  # the memory held back is not worth the changes the cap makes
         self._applied = intended.evolve(maxmemory=cap)

@@ -87,6 +87,11 @@ def price_label(p: PriceEntry) -> str:
     return p if isinstance(p, str) else p.label
 
 
+def _default_prices() -> list[PriceEntry]:
+    """The default suite's price regime (a fresh list per model)."""
+    return ["scaled"]
+
+
 class SuiteVariant(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -114,7 +119,7 @@ class SuiteConfig(BaseModel):
     )
     traces: list[SuiteTrace] = Field(..., min_length=1)
     prices: list[PriceEntry] = Field(
-        default_factory=lambda: ["scaled"],
+        default_factory=_default_prices,
         description="price regimes: preset names (cachetuner.env.prices) or mappings of PricesConfig fields with a name",
     )
     seeds: list[int] = Field(default_factory=lambda: [0])

@@ -6,6 +6,8 @@ pure function of the seed and :meth:`TieredCacheSim.clone` copies the random str
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
 from llvmlite import ir
@@ -29,9 +31,11 @@ _INV53 = 1.0 / 9007199254740992.0
 #: So the kernel never allocates (numba refuses to compile an allocation without it). Only the
 #: entry points that Python calls with a :class:`~cachetuner.sim.state.KernelState` (``_ENTRY``)
 #: keep it: they open the StructRef (state.borrow) and hand the view to a ``_JIT`` function.
-_JIT = dict(cache=True, nogil=True, _nrt=False)
-_ENTRY = dict(cache=True, nogil=True, _nrt=True)
-_INLINE = dict(cache=True, nogil=True, inline="always")
+#: Typed ``dict[str, Any]``: numba's stubs type each ``njit`` keyword separately (and do not know
+#: ``_nrt``), so a ``**`` of a narrower dict matches none of its overloads.
+_JIT: dict[str, Any] = dict(cache=True, nogil=True, _nrt=False)
+_ENTRY: dict[str, Any] = dict(cache=True, nogil=True, _nrt=True)
+_INLINE: dict[str, Any] = dict(cache=True, nogil=True, inline="always")
 
 
 # ----------------------------------------------------------------------------- random numbers
