@@ -50,6 +50,7 @@ class SuiteTrace(BaseModel):
     size_model: str | None = "fixed:4096"
     rate: float | None = Field(100.0, gt=0)
     limit: int | None = Field(None, ge=1)
+    params: dict[str, Any] = Field(default_factory=dict, description="reader params (e.g. the csv format's columns)")
 
     @property
     def label(self) -> str:
@@ -189,7 +190,7 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
     ``history``, the cell replays the rest of the trace after that share, and ``recommended`` is sized on it."""
     artifact = cached_policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
-                                seed=seed, limit=tr.limit, intervals=intervals,
+                                seed=seed, limit=tr.limit, params=tr.params, intervals=intervals,
                                 prices=price)
     params: dict[str, dict[str, Any]] = {}
     if history is not None:

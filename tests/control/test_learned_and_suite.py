@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -252,3 +253,33 @@ def test_a_suite_refuses_a_budget_without_its_cap(tmp_path: Path) -> None:
     bad.write_text(yaml.safe_dump({"traces": [{"trace": "synthetic:zipf"}], "prices": ["scaled", "budget"]}))
     with pytest.raises(ConfigError, match="suite.yaml.*budget.*cap"):
         load_model(SuiteConfig, bad)
+
+
+def test_a_suite_trace_takes_reader_params(tmp_path: Path, mlflow_store) -> None:
+    """A held-out trace in no known layout (``format: csv``) is configured in the suite with its reader params, as
+    ``evaluate --trace --params`` does; a bad param is one line naming it."""
+    from cachetuner.errors import ConfigError
+    from cachetuner.reports.suite import run_suite
+
+    rng = np.random.default_rng(0)
+    keys = rng.zipf(1.3, 12_000) % 800
+    (tmp_path / "t.csv").write_text("ts;obj;bytes\n" + "".join(f"{i / 200:.3f};k{k};{500 + k}\n" for i, k in enumerate(keys)))
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"experiment": "suite-csv", "total_timesteps": 1, "env": TINY_ENV,
+                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
+    cols = {"header": True, "delimiter": ";", "key": "obj", "time": "ts", "size": "bytes"}
+    suite = tmp_path / "suite.yaml"
+
+    def write(params: dict) -> None:
+        suite.write_text(yaml.safe_dump({
+            "name": "csv", "model": None, "config": str(exp), "controllers": ["mrc", "static-default"],
+            "traces": [{"trace": str(tmp_path / "t.csv"), "name": "csv", "format": "csv", "size_model": None,
+                        "rate": None, "params": params}],
+            "prices": ["scaled"], "seeds": [0]}))
+
+    write(cols)
+    (cell,) = run_suite(suite, tracking_uri=mlflow_store(tmp_path))["cells"]
+    assert cell["tuners"]["mrc"]["intervals"] == 5  # the csv's 60 s of timestamps: 6 intervals of 10 s, 1 of warm-up
+    write({**cols, "kye": "obj"})
+    with pytest.raises(ConfigError, match=r"t\.csv: param 'kye': unknown parameter \(valid params: key, "):
+        run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db")
