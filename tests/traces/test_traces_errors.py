@@ -220,3 +220,21 @@ def test_unknown_phase_workload_and_workload_file_name(tmp_path: Path) -> None:
     assert "phases[0].workload: unknown synthetic workload 'zipff'; valid: " in msg
     p = _write(tmp_path, "w.yaml", "synthetic: zipff\n")
     assert _err(read_trace, p).startswith(f"{p}: field 'synthetic': unknown synthetic workload 'zipff'; valid: ")
+
+
+def test_a_trace_too_large_for_memory_stops_with_a_limit_hint(monkeypatch: pytest.MonkeyPatch, shared_traces) -> None:
+    """A public trace of billions of requests read whole would be killed by the kernel's OOM killer; the reader stops
+    first with one line that names --limit. Here the machine is made to look small (64 MB available: ~800k
+    requests at the guard's 64 B each after its 80 % share); the real files and readers do the rest."""
+    import cachetuner.traces.streams as streams
+
+    monkeypatch.setattr(streams, "memory_available", lambda: 64_000_000)
+    orm = shared_traces / "cache2k" / "orm-night.trace.zst"
+    msg = _err(read_trace, orm, "raw-be-i4")
+    assert "stopped after" in msg and "pass --limit (at most ~800,000 requests)" in msg
+    assert len(read_trace(orm, "raw-be-i4", limit=500_000)) == 500_000  # a limit that fits: read as asked
+    monkeypatch.setattr(streams, "memory_available", lambda: 32_000_000)  # text files count lines: 666k here
+    msg = _err(read_trace, shared_traces / "arc" / "P2.lis.zst", "arc", params={"expand": False})
+    assert "pass --limit (at most ~400,000 requests)" in msg
+    monkeypatch.setattr(streams, "memory_available", lambda: None)  # unknown (not Linux): no guard
+    assert len(read_trace(orm, "raw-be-i4", limit=1_000_000)) == 1_000_000

@@ -27,7 +27,7 @@ def read_records(path: Path, dtype: np.dtype, opts: ReadOptions, *, skip: int = 
     packed = repack_fields(dtype)
     parts: list[np.ndarray] = []
     have = 0
-    for chunk in iter_records(path, dtype.itemsize, progress=opts.progress, skip=skip):
+    for chunk in iter_records(path, dtype.itemsize, progress=opts.progress, skip=skip, limit=opts.limit):
         arr = np.frombuffer(chunk.data, dtype=dtype)
         if opts.limit is not None and have + len(arr) >= opts.limit:
             parts.append(arr[: opts.limit - have].astype(packed))

@@ -156,7 +156,7 @@ def _parse(path: Path, chunk: LineChunk, spec: Spec, delimiter: str | None) -> n
 def _iter_rows(path: Path, p: CsvParams, opts: ReadOptions) -> Iterator[tuple[LineChunk, np.ndarray]]:
     spec = None if p.header else _spec(path, p, None)
     empty = True
-    for chunk in iter_lines(path, progress=opts.progress):
+    for chunk in iter_lines(path, progress=opts.progress, limit=opts.limit):
         empty, lines = False, chunk.lines
         if spec is None:
             spec = _spec(path, p, lines[0])
