@@ -140,6 +140,17 @@ def test_watching_at_the_live_streams_rate_survives_the_live_stream() -> None:
         after[rate] = evidence(est) / before
     assert after[0.05] > 0.9 and after[1.0] < 0.5
 
+    # an empty window (a quiet interval, or the stream read before its first entry) reports the reader's default
+    # rate, not the stream's: it must not rebuild the caches. Found by the live test in CI: an empty first window
+    # at 1 % threw away a history watched at 10 % and pinned the caches to 1 % for good.
+    est = MRCEstimator(MRCConfig(), (2_000_000, 40_000_000), seed=0)
+    est.watch(history, 10.0, rate=0.05)
+    before = evidence(est)
+    est.update(RequestSample(rate=0.01), total_gets=0)
+    assert evidence(est) == pytest.approx(before)
+    est.update(sample, total_gets=gets, total_get_bytes=int(live.sizes[live.ops == Op.GET].sum()))
+    assert evidence(est) / before > 0.9
+
 
 def test_evaluate_history_replays_the_rest_with_both_history_controllers(tmp_path, mlflow_store) -> None:
     """``cachetuner evaluate --history 0.5``: one trace, no suite YAML; the second half is replayed, and
