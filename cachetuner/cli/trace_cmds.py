@@ -1,4 +1,4 @@
-"""``cachetuner trace info``, ``cachetuner trace formats`` and ``cachetuner bench traces``."""
+"""``cachetuner trace info / convert / formats`` and ``cachetuner bench traces``."""
 
 from __future__ import annotations
 
@@ -71,6 +71,40 @@ def info(
     for k, v in rows:
         table.add_row(k, str(v))
     out.print(table)
+
+
+@trace_app.command("convert")
+def convert(
+    trace: TraceOpt,
+    to: Annotated[str, typer.Option("--to", help="output format: lcs (libCacheSim v3) or csv")],
+    out_path: Annotated[Path, typer.Option("--out", help="output file")],
+    format: FormatOpt = "auto",
+    size_model: SizeModelOpt = None,
+    rate: RateOpt = None,
+    seed: SeedOpt = 0,
+    limit: LimitOpt = None,
+    params: ParamsOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite --out if it exists")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write a trace (any format, a synthetic workload, a bundled excerpt) as libCacheSim lcs or csv."""
+    from cachetuner.errors import ConfigError
+    from cachetuner.traces.writers import WRITERS, write_trace
+
+    if to not in WRITERS:
+        raise ConfigError(f"--to {to!r}: unknown output format (valid: {', '.join(sorted(WRITERS))})")
+    if out_path.exists() and not force:
+        raise ConfigError(f"--out {out_path}: exists; pass --force to overwrite it")
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
+    res = write_trace(tr, out_path, to)
+    if json_out:
+        emit_json(res)
+        return
+    out.print(f"wrote {res['requests']:,} requests to {out_path} ({to})")
+    if res.get("note"):
+        out.print(f"note: {res['note']}")
+    if res.get("read_back_params"):
+        out.print(f"read it back with --format csv and a --params file holding {res['read_back_params']}")
 
 
 @trace_app.command("formats")
