@@ -65,11 +65,14 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     art = load_policy("default")
     raw_anchor = art.raw_config["env"]["mrc"]["anchor"]
     assert set(raw_anchor) == set(MRCControlSettings.model_fields)  # pinned field by field, not by default
-    shipped = TrainConfig.from_yaml("experiments/general.yaml")  # the recipe reproduces the shipped anchor
-    for anchor in (art.env_config.mrc.anchor, art.train_env_config.mrc.anchor, shipped.env.mrc.anchor,
-                   shipped.eval_env_config().mrc.anchor):
-        assert anchor == art.env_config.mrc.anchor
+    shipped = TrainConfig.from_yaml("experiments/general.yaml")  # the recipe reproduces the training anchor
+    for anchor in (art.train_env_config.mrc.anchor, shipped.env.mrc.anchor, shipped.eval_env_config().mrc.anchor):
+        assert anchor == art.train_env_config.mrc.anchor
         assert {k: getattr(anchor, k) for k in trained_around} == trained_around
+    # it runs with mrc's free-shrink evidence gate since 2026-12-03 (experiments/suite-gate-check.yaml's rule):
+    # the evaluation env's anchor differs from the training one in that field only
+    run_with = art.env_config.mrc.anchor
+    assert run_with == art.train_env_config.mrc.anchor.model_copy(update={"free_shrink_min_gets": 500.0})
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5
     follows = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1,
