@@ -52,6 +52,14 @@ class RequestSample:
     ttls: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     rate: float = 1.0
 
+    def coarser_than(self, rate: float) -> bool:
+        """Whether this sample shows the stream is sampled more coarsely than ``rate`` (an estimator sampling at
+        ``rate`` must then rebuild at the stream's rate: nothing can sample finer than its input). Only a sample
+        with requests says what the stream's rate is: an empty one (a quiet interval, a window read before the
+        stream's first entry) carries the reader's default, and rebuilding on it would throw away every estimate's
+        evidence and pin it to that default."""
+        return len(self.keys) > 0 and self.rate < 1.0 and self.rate < rate - 1e-12
+
 
 @runtime_checkable
 class CacheBackend(Protocol):

@@ -196,7 +196,7 @@ class ShadowEstimator:
     def update(self, sample: RequestSample, interval_s: float) -> tuple[MetricsSnapshot, MetricsSnapshot]:
         """Feed one interval's (sampled) requests; return the mirror's and the treatment mini's snapshots."""
         keys = np.asarray(sample.keys, dtype=np.int64)
-        if len(keys) and sample.rate < 1.0 and sample.rate < self.rate - 1e-12:
+        if sample.coarser_than(self.rate):
             # Already sampled more coarsely upstream (live stream) by the same hash: take it as is.
             self.rate = float(sample.rate)
             self._build(self._capacity)

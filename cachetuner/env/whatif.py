@@ -137,9 +137,8 @@ class WhatIfEstimator:
         ``sample`` is already a sample (live); for a full stream (``sample.rate == 1``) it is counted
         here. Without it the raw sampled hit ratio is returned.
         """
-        if len(sample.keys) and sample.rate < 1.0 and sample.rate < self.rate - 1e-12:
-            # The stream is already a (coarser) sample by the same hash: use it as is. An empty window carries the
-            # reader's default rate, not the stream's, so only a window with requests rebuilds (as in mrc/estimator).
+        if sample.coarser_than(self.rate):
+            # The stream is already a (coarser) sample by the same hash: use it as is.
             self.rate = float(sample.rate)
             self._make_lut()
             self._build(self._base + 1024 if self._lut is not None else self._capacity)

@@ -169,11 +169,7 @@ class MRCEstimator:
         for SHARDS-adj when ``sample`` is already a sample; counted here for a full stream.
         """
         self._curves = None
-        # live: no miniature cache can sample finer than the stream. Only a sample with requests says what the
-        # stream's rate is: an empty one (a quiet interval, a window read before the stream's first entry) carries
-        # the reader's default, and rebuilding on it would throw away every curve's evidence (a watched history,
-        # a resumed checkpoint) and pin the caches to that coarser rate for good.
-        if len(sample.keys) and sample.rate < 1.0 and sample.rate < self._stream_rate - 1e-12:
+        if sample.coarser_than(self._stream_rate):  # live: no miniature cache can sample finer than the stream
             self._stream_rate = float(sample.rate)
             self._build()
         keys = np.asarray(sample.keys, dtype=np.int64)
