@@ -89,10 +89,9 @@ def convert(
 ) -> None:
     """Write a trace (any format, a synthetic workload, a bundled excerpt) as libCacheSim lcs or csv."""
     from cachetuner.errors import ConfigError
-    from cachetuner.traces.writers import WRITERS, write_trace
+    from cachetuner.traces.writers import get_writer, write_trace
 
-    if to not in WRITERS:
-        raise ConfigError(f"--to {to!r}: unknown output format (valid: {', '.join(sorted(WRITERS))})")
+    get_writer(to)  # an unknown format fails before a large trace is read
     if out_path.exists() and not force:
         raise ConfigError(f"--out {out_path}: exists; pass --force to overwrite it")
     tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)

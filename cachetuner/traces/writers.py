@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from cachetuner.errors import ConfigError
-from cachetuner.traces.readers.lcsbin import LCS_HEADER_BYTES, LCS_MAGIC, lcs_dtype
+from cachetuner.traces.readers.lcsbin import LCS_HEADER_BYTES, LCS_MAGIC, LCS_VERSIONS
 from cachetuner.traces.trace import Op, Trace
 
 #: CacheTuner op -> libCacheSim ``req_op_e`` code (get 1, set 3, delete 9).
@@ -56,16 +56,21 @@ def _lcs_header(trace: Trace, version: int) -> bytes:
     return h.tobytes()
 
 
+def _lcs_v3_record() -> np.dtype:
+    """The reader's v3 layout (:data:`LCS_VERSIONS`), with the whole ``op:8|tenant:24`` word (tenant 0) and the
+    ``next_access_vtime`` the reader skips."""
+    fields, size = LCS_VERSIONS[3]
+    full = {**fields, "op": ("<u4", fields["op"][1]), "nxt": ("<i8", size - 8)}
+    return np.dtype({"names": list(full), "formats": [f for f, _ in full.values()],
+                     "offsets": [o for _, o in full.values()], "itemsize": size})
+
+
 def write_lcs(trace: Trace, path: Path) -> dict[str, object]:
     """``lcs`` v3 (36-byte records: u32 time, u64 id, i64 size, op:8|tenant:24, u32 ttl, i64 next access)."""
     if len(trace) and (trace.timestamps[0] < 0 or trace.timestamps[-1] >= 2**32):
         raise ConfigError(f"{path}: lcs keeps u32 seconds; this trace's times run {trace.timestamps[0]:.0f}.."
                           f"{trace.timestamps[-1]:.0f} s")
-    dtype = np.dtype({"names": ["t", "id", "sz", "op", "ttl", "nxt"],
-                      "formats": ["<u4", "<u8", "<i8", "<u4", "<u4", "<i8"],
-                      "offsets": [0, 4, 12, 20, 24, 28], "itemsize": 36})
-    assert dtype.itemsize == lcs_dtype(3).itemsize
-    rec = np.zeros(len(trace), dtype=dtype)
+    rec = np.zeros(len(trace), dtype=_lcs_v3_record())
     rec["t"] = np.floor(trace.timestamps).astype(np.uint32)
     rec["id"] = trace.keys.astype(np.uint64)
     rec["sz"] = trace.sizes
@@ -97,9 +102,14 @@ def write_csv(trace: Trace, path: Path) -> dict[str, object]:
 WRITERS: dict[str, Callable[[Trace, Path], dict[str, object]]] = {"lcs": write_lcs, "csv": write_csv}
 
 
-def write_trace(trace: Trace, path: str | Path, to: str) -> dict[str, object]:
-    """Write ``trace`` to ``path`` in format ``to`` (one of :data:`WRITERS`); returns what was written."""
+def get_writer(to: str) -> Callable[[Trace, Path], dict[str, object]]:
+    """The writer of format ``to``; an unknown name is one line listing the valid ones."""
     writer = WRITERS.get(to)
     if writer is None:
         raise ConfigError(f"--to {to!r}: unknown output format (valid: {', '.join(sorted(WRITERS))})")
-    return {**writer(trace, Path(path)), "path": str(path)}
+    return writer
+
+
+def write_trace(trace: Trace, path: str | Path, to: str) -> dict[str, object]:
+    """Write ``trace`` to ``path`` in format ``to`` (one of :data:`WRITERS`); returns what was written."""
+    return {**get_writer(to)(trace, Path(path)), "path": str(path)}
