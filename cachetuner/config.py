@@ -8,24 +8,12 @@ parameters (live backend, daemon probe and guardrails, chaos harness).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Policy = Literal[
-    "noeviction",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-    "exact-lru",
-]
-
 #: The eight ``maxmemory-policy`` values of Redis 7, in the order used by discrete action spaces.
-REDIS_POLICIES: tuple[Policy, ...] = (
+RedisPolicy = Literal[
     "noeviction",
     "allkeys-lru",
     "allkeys-lfu",
@@ -34,7 +22,11 @@ REDIS_POLICIES: tuple[Policy, ...] = (
     "volatile-lfu",
     "volatile-random",
     "volatile-ttl",
-)
+]
+#: Every policy a config may name: Redis's eight and the simulator-only ``exact-lru``.
+Policy = Literal[RedisPolicy, "exact-lru"]
+
+REDIS_POLICIES: tuple[Policy, ...] = get_args(RedisPolicy)
 
 
 def redis_policies() -> list[Policy]:
