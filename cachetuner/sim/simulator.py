@@ -13,8 +13,9 @@ from typing import NamedTuple
 import numpy as np
 
 from cachetuner.config import RedisConfig
-from cachetuner.errors import ConfigError
+from cachetuner.errors import BackendError, ConfigError
 from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, histogram_quantile
+from cachetuner.resources import format_bytes, memory_available
 from cachetuner.sim import kernel as K
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.policies import SCORE_EXACT_LRU, get_policy
@@ -86,9 +87,33 @@ from cachetuner.sim.state import (
     kernel_array,
     lognormal_table,
     new_state,
+    state_bytes_per_key,
     to_kernel,
 )
 from cachetuner.traces.trace import Trace
+
+#: Share of the memory available that one simulated cache's state may take (the rest: the trace, the curves'
+#: miniature caches, a hindsight controller's fork of the state, the process).
+SIM_MEMORY_SHARE = 0.8
+#: States below this size are never checked (they cannot be what exhausts a machine; no /proc read per fork).
+SIM_CHECK_FROM_BYTES = 256 << 20
+
+
+def ensure_state_fits(n_keys: int, available: int | None = None) -> None:
+    """Stop, with one line naming ``--limit``, before allocating a simulator state for ``n_keys`` key ids that would
+    not fit in the memory available (``available``: bytes, default :func:`cachetuner.resources.memory_available`).
+    Why: the state is ~150 bytes per distinct key and is filled as it is allocated, so a trace with tens of
+    millions of distinct keys would otherwise be ended by the kernel's OOM killer, without a word, mid-evaluation."""
+    need = max(int(n_keys), 1) * state_bytes_per_key()
+    if need < SIM_CHECK_FROM_BYTES:
+        return
+    avail = memory_available() if available is None else available
+    if avail is not None and need > avail * SIM_MEMORY_SHARE:
+        raise BackendError(
+            f"simulating {n_keys:,} distinct keys needs ~{format_bytes(need)} for one simulated cache, more than "
+            f"{SIM_MEMORY_SHARE:.0%} of the {format_bytes(avail)} of memory available here; replay fewer requests "
+            f"(--limit) or run where there is more memory"
+        )
 
 
 class SimCounts(NamedTuple):
@@ -139,6 +164,7 @@ class TieredCacheSim:
         self._key_bytes = np.asarray(key_bytes, dtype=np.int64)
         self._config = config or RedisConfig()
         get_policy(self._config.maxmemory_policy)
+        ensure_state_fits(self.n_keys)
         self._state: KState = self._fresh_state()
         self._kstate = to_kernel(self._state)
         self._set_params(self._config)
@@ -220,6 +246,7 @@ class TieredCacheSim:
 
     def clone(self) -> TieredCacheSim:
         """Independent deep copy: state, random stream, config and pending counters."""
+        ensure_state_fits(self.n_keys)
         other = TieredCacheSim.__new__(TieredCacheSim)
         other.n_keys = self.n_keys
         other.params = self.params

@@ -245,6 +245,17 @@ def new_state(n_keys: int, key_bytes: np.ndarray, n_clients: int, activity_skew:
     )
 
 
+@functools.cache
+def state_bytes_per_key() -> int:
+    """Bytes :func:`new_state` allocates per key id (its per-key arrays; the rest is a few KiB), measured on two
+    small states rather than written out, so an array added to the state is counted. Both sizes are powers of
+    two, so the hash table's share is its worst case (twice the keys, rounded up to a power of two)."""
+    def total(n: int) -> int:
+        return sum(a.nbytes for a in new_state(n, np.zeros(n, dtype=np.int64), 1, 1.0, 0))
+
+    return (total(2048) - total(1024)) // 1024
+
+
 def copy_state(s: KState) -> KState:
     """Deep copy (every array copied; ``kv`` stays cache-line aligned)."""
     return KState(*(cache_aligned(a) if name == "kv" else a.copy() for name, a in zip(KState._fields, s, strict=True)))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from cachetuner.errors import TraceError
+from cachetuner.resources import format_bytes, memory_available
 
 #: Called with (compressed bytes consumed so far, total file bytes) while reading.
 ProgressFn = Callable[[int, int], None]
@@ -25,20 +26,8 @@ BINARY_CHUNK_BYTES = 1 << 24
 #: Trace's own 33 bytes; measured ~50 B on orm-night's 4-byte keys, more with sizes and times): reading stops with
 #: an error naming ``--limit`` before the requests read so far would need more than the memory available at start.
 READ_BYTES_PER_REQUEST = 64
-#: Share of MemAvailable the reading may use (the rest is the process and what follows the read).
+#: Share of the memory available (cachetuner.resources) the reading may use (the rest is the process and what follows the read).
 READ_MEMORY_SHARE = 0.8
-
-
-def memory_available() -> int | None:
-    """Bytes of memory the kernel says are available (``MemAvailable`` in /proc/meminfo), None where unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 @dataclass
@@ -65,7 +54,7 @@ class MemoryGuard:
             fits = self.budget // READ_BYTES_PER_REQUEST
             raise TraceError(
                 f"{self.path}: stopped after {self.seen:,} requests: more would not fit in the "
-                f"{self.budget / 2**30:.1f} GiB of memory available here; pass --limit (at most ~{fits:,} requests)"
+                f"{format_bytes(self.budget)} of memory available here; pass --limit (at most ~{fits:,} requests)"
             )
 
 
