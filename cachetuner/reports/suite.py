@@ -141,6 +141,26 @@ class SuiteConfig(BaseModel):
         upd["traces"] = self.full.traces or self.traces
         return self.model_copy(update={**upd, "full": None})
 
+    def located(self, path: Path) -> SuiteConfig:
+        """The suite with every file it names (trace files and workload YAMLs, and ``config:``) found: as written when
+        it exists from the working directory (as on the command line: the shipped suites say ``../shared/...``),
+        else relative to the suite file ``path``, so a suite kept next to its traces runs from anywhere. A file in
+        neither place stops the suite before its first cell with one line naming the entry (else a long suite
+        would fail at that cell, hours in)."""
+
+        def find(ref: str, field: str) -> str:
+            if ref.startswith(("synthetic:", "bundled:")) or Path(ref).exists():
+                return ref
+            beside = path.parent / ref
+            if not Path(ref).is_absolute() and beside.exists():
+                return str(beside)
+            where = "" if Path(ref).is_absolute() else f" (looked in {Path.cwd()} and {path.parent.resolve()})"
+            raise ConfigError(f"{path}: {field}: {ref!r}: no such file{where}")
+
+        traces = [t.model_copy(update={"trace": find(t.trace, f"traces[{i}].trace")}) for i, t in enumerate(self.traces)]
+        config = None if self.config is None else find(self.config, "config")
+        return self.model_copy(update={"traces": traces, "config": config})
+
 
 def _ci95(xs: list[float]) -> list[float] | None:
     a = np.asarray([x for x in xs if x is not None and math.isfinite(x)], float)
@@ -217,7 +237,7 @@ def run_suite(
 
     ``ray_address``: None = cells in turn in this process; ``local`` = Ray started here with
     ``num_cpus`` workers; ``auto`` / ``HOST:PORT`` / ``ray://HOST:PORT`` = a Ray cluster."""
-    suite = load_model(SuiteConfig, path).resolved(full)
+    suite = load_model(SuiteConfig, path).resolved(full).located(path)
     if ray_address is not None:
         from cachetuner.cluster import check_address
 

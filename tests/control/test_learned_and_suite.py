@@ -286,3 +286,42 @@ def test_a_suite_trace_takes_reader_params(tmp_path: Path, mlflow_store) -> None
     write({**cols, "kye": "obj"})
     with pytest.raises(ConfigError, match=r"t\.csv: param 'kye': unknown parameter \(valid params: key, "):
         run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db")
+
+
+def test_a_suite_finds_its_files_beside_it_and_names_a_missing_one(tmp_path: Path, mlflow_store,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paths in a suite are read as on the command line (from the working directory: the shipped suites say
+    ``../shared/...``) or, failing that, relative to the suite file, so a suite kept beside its traces runs from
+    anywhere; a file in neither place stops the suite before its first cell, in one line naming the entry."""
+    from cachetuner.errors import ConfigError
+    from cachetuner.reports.suite import SuiteConfig, run_suite
+    from cachetuner.yamlconfig import load_model
+
+    home = tmp_path / "study"
+    (home / "traces").mkdir(parents=True)
+    keys = np.random.default_rng(0).zipf(1.3, 12_000) % 800
+    (home / "traces" / "t.lirs").write_text("".join(f"{k}\n" for k in keys))
+    (home / "exp.yaml").write_text(yaml.safe_dump({"experiment": "suite-beside", "total_timesteps": 1, "env": TINY_ENV,
+                                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
+    suite = home / "suite.yaml"
+    entry = {"trace": "traces/t.lirs", "format": "lirs", "size_model": None, "rate": 200}
+    suite.write_text(yaml.safe_dump({"name": "beside", "model": None, "config": "exp.yaml",
+                                     "controllers": ["mrc", "static-default"], "traces": [entry],
+                                     "prices": ["scaled"], "seeds": [0]}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    located = load_model(SuiteConfig, suite).located(suite)
+    assert located.traces[0].trace == str(home / "traces" / "t.lirs") and located.config == str(home / "exp.yaml")
+    assert located.traces[0].label == "t.lirs"  # the cells' name does not change with where the file was found
+    (cell,) = run_suite(suite, tracking_uri=mlflow_store(tmp_path))["cells"]
+    assert cell["trace"] == "t.lirs" and cell["tuners"]["mrc"]["intervals"] > 0
+    # as written from the working directory still wins (and an absolute path is used as it is)
+    monkeypatch.chdir(home)
+    assert load_model(SuiteConfig, suite).located(suite).traces[0].trace == "traces/t.lirs"
+    monkeypatch.chdir(elsewhere)
+    suite.write_text(yaml.safe_dump({"model": None, "config": "exp.yaml", "traces": [entry, {**entry, "trace": "traces/gone.lirs"}]}))
+    with pytest.raises(ConfigError) as e:
+        run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db")
+    assert str(e.value) == (f"{suite}: traces[1].trace: 'traces/gone.lirs': no such file (looked in {elsewhere} and "
+                            f"{home})")

@@ -46,7 +46,7 @@ def evaluate_runs(
     from cachetuner.reports.suite import SuiteConfig, _training_traces, price_label
     from cachetuner.yamlconfig import load_model
 
-    suite = load_model(SuiteConfig, suite_path)
+    suite = load_model(SuiteConfig, Path(suite_path)).located(Path(suite_path))
     first = config_from or next(iter(runs.values()))
     cfg = TrainConfig.from_yaml(first / CONFIG_SIDECAR)
     policies: dict[tuple[str, int], Any] = {k: load_policy(d / "model.zip") for k, d in runs.items()}
