@@ -24,10 +24,17 @@ def _strip_zst(name: str) -> str:
     return name[: -len(".zst")] if name.endswith(".zst") else name
 
 
+def _names_format(name: str, ext: str) -> bool:
+    """Whether a (lower-case, ``.zst``-stripped) file name carries the format's extension: at its end, or as whole
+    dotted parts inside it, as in the public libCacheSim collections' ``cluster52.oracleGeneral.sample10.zst``
+    (a sampled copy) and ``w01.oracleGeneral.bin.zst``."""
+    return name.endswith(ext) or f"{ext}." in name
+
+
 def detect_format(path: Path) -> TraceReader:
     """Pick the reader by extension, else by content; refuse to guess when more than one fits."""
     name = _strip_zst(path.name)
-    by_ext = [r for r in FORMATS.values() if any(name.endswith(ext) for ext in r.extensions)]
+    by_ext = [r for r in FORMATS.values() if any(_names_format(name, ext) for ext in r.extensions)]
     if len(by_ext) == 1:
         return by_ext[0]
     if not path.is_file():

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cachetuner.errors import TraceError
 from cachetuner.traces import (
     FORMATS,
     KEY_PREFIX,
@@ -187,6 +188,22 @@ def test_auto_detection(shared_traces: Path) -> None:
     }
     for rel, name in expect.items():
         assert detect_format(shared_traces / rel).name == name, rel
+
+
+def test_detect_format_reads_the_public_collections_names(shared_traces: Path, tmp_path: Path) -> None:
+    """libCacheSim's public trace collections name files ``cluster52.oracleGeneral.sample10.zst`` (a sampled copy)
+    or ``w01.oracleGeneral.bin.zst``: the format's extension as dotted parts inside the name, not at its end. The
+    shared oracleGeneral file is linked under such names (not copied) and read whole."""
+    src = shared_traces / "cloudphysics" / "cloudPhysicsIO.oracleGeneral.bin"
+    for alias in ("w01.oracleGeneral.sample10", "cluster52.oracleGeneral.sample100", "hm_0.OracleGeneral.bin"):
+        link = tmp_path / alias
+        link.symlink_to(src)
+        assert detect_format(link).name == "oracle", alias
+        assert len(read_trace(link)) == 113_872
+    plain = tmp_path / "w01.sample10"  # no format in the name: a binary without a magic number is still refused
+    plain.symlink_to(src)
+    with pytest.raises(TraceError, match="binary without a magic number"):
+        detect_format(plain)
 
 
 def test_registry_conforms_to_protocol() -> None:
