@@ -34,6 +34,7 @@ from cachetuner.env.freshness import IntervalFreshness
 from cachetuner.errors import BackendError, CacheTunerError, ConfigError
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.registry import Registry
+from cachetuner.resources import memory_available
 from cachetuner.sim.params import SimParams
 from cachetuner.tenants.workload import load_tenant_workload
 from cachetuner.traces.trace import Trace
@@ -43,6 +44,10 @@ from cachetuner.ttl.knobs import ClientTTL, key_class_index
 
 _TRACE_CACHE: OrderedDict[str, Trace] = OrderedDict()
 _TRACE_CACHE_SIZE = 16
+#: Share of the memory (what is available plus what the cache holds) that cached traces may keep: a suite's cells
+#: run trace by trace, and sixteen large traces kept for nothing would leave the next read too little (its guard
+#: would then ask for --limit although the trace alone fits). The newest trace is always kept.
+TRACE_CACHE_MEMORY_SHARE = 0.25
 
 
 def load_workload(spec: WorkloadSpec) -> Trace:
@@ -73,9 +78,22 @@ def load_workload(spec: WorkloadSpec) -> Trace:
     if len(trace) == 0:
         raise ConfigError(f"env.workloads: {spec.trace} has no requests")
     _TRACE_CACHE[key] = trace
-    while len(_TRACE_CACHE) > _TRACE_CACHE_SIZE:
-        _TRACE_CACHE.popitem(last=False)
+    _trim_trace_cache()
     return trace
+
+
+def _trim_trace_cache() -> None:
+    """Drop the least recently used traces while the cache holds more than ``_TRACE_CACHE_SIZE`` of them or more
+    bytes than ``TRACE_CACHE_MEMORY_SHARE`` allows, keeping the newest; with them go their memoised working sets,
+    which would otherwise keep a dropped trace alive."""
+    held = sum(t.nbytes for t in _TRACE_CACHE.values())
+    avail = memory_available()
+    budget = None if avail is None else TRACE_CACHE_MEMORY_SHARE * (avail + held)
+    while len(_TRACE_CACHE) > 1 and (len(_TRACE_CACHE) > _TRACE_CACHE_SIZE or (budget is not None and held > budget)):
+        _, old = _TRACE_CACHE.popitem(last=False)
+        held -= old.nbytes
+        for k in [k for k, (t, _) in _WS_CACHE.items() if t is old]:
+            del _WS_CACHE[k]
 
 
 def _load(i: int, spec: WorkloadSpec) -> Trace:

@@ -68,6 +68,11 @@ class Trace:
         return len(self.keys)
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays (a :meth:`slice` counts its own rows, though it shares them with its trace)."""
+        return sum(int(a.nbytes) for a in (self.timestamps, self.keys, self.sizes, self.ops, self.ttls, self.key_bytes))
+
+    @property
     def duration(self) -> float:
         """Seconds between first and last request (0 for fewer than two requests)."""
         return float(self.timestamps[-1] - self.timestamps[0]) if len(self) > 1 else 0.0
