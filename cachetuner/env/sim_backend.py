@@ -96,11 +96,18 @@ def _trim_trace_cache() -> None:
             del _WS_CACHE[k]
 
 
+def preload(cfg: EnvConfig, i: int = 0) -> Trace:
+    """Workload ``i`` of ``cfg`` read now (and cached for the envs that follow), a bad one failing as their
+    construction would: a command reads its trace before it starts showing progress, not inside it."""
+    return _load(i, cfg.workloads[i])
+
+
 def _load(i: int, spec: WorkloadSpec) -> Trace:
     try:
         return load_workload(spec)
     except CacheTunerError as e:
-        raise ConfigError(f"env.workloads.{i}.trace ({spec.trace}): {e}") from None
+        said = str(e).startswith(f"{spec.trace}:")  # the reader's message names the file already
+        raise ConfigError(f"env.workloads.{i}.trace{'' if said else f' ({spec.trace})'}: {e}") from None
 
 
 _WS_CACHE: OrderedDict[tuple[int, str], tuple[Trace, int]] = OrderedDict()

@@ -19,6 +19,7 @@ from cachetuner.control import DEFAULT_EVALUATION, build_controllers
 from cachetuner.control.learned import CONFIG_SIDECAR, DEFAULT_MODEL, SHIPPED_DIR, load_policy
 from cachetuner.env import EnvConfig, WorkloadSpec
 from cachetuner.env.prices import PRESETS, PricesConfig
+from cachetuner.env.sim_backend import preload
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import EvalReport, evaluate_controllers
 from cachetuner.evaluation.episode import SUMMARY_FIELDS
@@ -165,6 +166,7 @@ def run_evaluation(
         names = names if controllers else [*names, "recommended", "mrc-history"]
     artifact = load_policy(model, config=config) if (model is not None and "ppo" in names) else None
     built = build_controllers(names, cfg.controllers, seed=seed, model=artifact, params=params_by_name)
+    preload(env_cfg, workload)  # a trace that cannot be read fails before the progress display, not inside it
     console = console or Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as prog:
         tasks = {n: prog.add_task(f"{n}: waiting", total=None) for n in built}

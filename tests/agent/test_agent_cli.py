@@ -188,3 +188,19 @@ def test_budget_option_builds_the_regime_and_bad_prices_name_the_option() -> Non
     assert "--prices list" in _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--prices", "list",
                                                  "--budget", "10%"])
     assert "--budget" in _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--budget", "ten%"])
+
+
+def test_a_trace_that_cannot_be_read_fails_before_the_progress_display(shared_traces) -> None:
+    """``evaluate`` reads its trace before it shows a progress line per controller: the user sees the one-line
+    error alone (it names the file once), not six "waiting" lines and then the error."""
+    from typer.testing import CliRunner
+
+    from cachetuner.cli.main import _load_commands, app
+
+    _load_commands()
+    orm = shared_traces / "cache2k" / "orm-night.trace.zst"  # raw keys: no magic number, so --format is needed
+    result = CliRunner().invoke(app, ["evaluate", "--trace", str(orm), "--tuners", "static-default,mrc"])
+    message = str(result.exception)
+    assert message.startswith(f"env.workloads.0.trace: {orm}: cannot tell the trace format"), message
+    assert message.count(str(orm)) == 1 and "--format" in message
+    assert "waiting" not in result.output

@@ -50,14 +50,16 @@ def test_suite_cells_on_ray_equal_the_serial_run(tmp_path: Path, mlflow_store) -
 
 
 def test_a_user_error_in_a_ray_cell_is_one_line(tmp_path: Path, mlflow_store) -> None:
-    """A cell's ConfigError (here a trace file that does not exist) comes back from the Ray worker as itself,
-    so the CLI prints its one line, not the worker's traceback wrapped in a RayTaskError."""
+    """A cell's ConfigError (here a trace file with a malformed line: a missing file is refused before any cell)
+    comes back from the Ray worker as itself, so the CLI prints its one line, not the worker's traceback wrapped in
+    a RayTaskError."""
     from cachetuner.reports.suite import run_suite
 
     exp = tmp_path / "exp.yaml"
     exp.write_text(yaml.safe_dump({"experiment": "suite-ray", "total_timesteps": 1, "env": TINY_ENV}))
     suite = tmp_path / "suite.yaml"
-    missing = tmp_path / "nowhere.trace"
+    missing = tmp_path / "bad.trace"
+    missing.write_text("1\n2\nxyz\n")
     suite.write_text(yaml.safe_dump({
         "name": "tiny", "model": None, "config": str(exp), "controllers": ["static-default"],
         "traces": [{"trace": str(missing), "name": "gone", "format": "lirs", "size_model": "fixed:4096", "rate": 200}],
@@ -66,7 +68,7 @@ def test_a_user_error_in_a_ray_cell_is_one_line(tmp_path: Path, mlflow_store) ->
     with pytest.raises(ConfigError) as e:
         run_suite(suite, tracking_uri=mlflow_store(tmp_path), ray_address="local", num_cpus=1)
     assert type(e.value) is ConfigError and "\n" not in str(e.value)
-    assert str(e.value) == f"env.workloads.0.trace ({missing}): {missing}: trace file not found"
+    assert str(e.value) == f"env.workloads.0.trace: {missing}:3: field 'id' is not an integer: 'xyz'"
 
 
 def _sweep(tmp_path: Path, **over: object) -> Path:
