@@ -29,14 +29,6 @@ trace_app = typer.Typer(help="Inspect traces and list the supported formats.", n
 app.add_typer(trace_app, name="trace")
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 @trace_app.command("info")
 def info(
     trace: TraceOpt,
@@ -49,11 +41,20 @@ def info(
     json_out: JsonOpt = False,
 ) -> None:
     """Requests, unique keys, duration, top-1% share, ops, sizes and working set of a trace."""
+    from cachetuner.resources import format_bytes, memory_available
+    from cachetuner.sim.state import state_bytes_per_key
+
     tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
     s = summarize(tr)
+    # what simulating it takes (the guards' figures): the trace's arrays, one simulated cache's state, and the
+    # memory this process may still take (None where unknown)
+    s["memory"] = {"trace_bytes": tr.nbytes, "simulator_state_bytes": tr.n_keys * state_bytes_per_key(),
+                   "available_bytes": memory_available()}
     if json_out:
         emit_json(s)
         return
+    mem = s["memory"]
+    avail = "unknown" if mem["available_bytes"] is None else format_bytes(mem["available_bytes"])
     table = Table(title=f"trace {s['name']}", show_header=False)
     rows = [
         ("format", s["format"]),
@@ -65,8 +66,11 @@ def info(
         ("ops get/set/delete", f"{s['ops']['get']:,} / {s['ops']['set']:,} / {s['ops']['delete']:,}"),
         ("sizes", f"min {s['sizes']['min']:,}  p50 {s['sizes']['p50']:,.0f}  mean {s['sizes']['mean']:,.0f}  "
                   f"p99 {s['sizes']['p99']:,.0f}  max {s['sizes']['max']:,}  ({s['size_model']})"),
-        ("working set", _fmt_bytes(s["working_set_bytes"])),
+        ("working set", format_bytes(s["working_set_bytes"])),
         ("requests with TTL", f"{s['ttl_share']:.1%}"),
+        ("memory to simulate", f"trace {format_bytes(mem['trace_bytes'])}, one simulated cache "
+                               f"{format_bytes(mem['simulator_state_bytes'])} (evaluate holds ~2.5 of them); "
+                               f"{avail} available"),
     ]  # fmt: skip
     for k, v in rows:
         table.add_row(k, str(v))

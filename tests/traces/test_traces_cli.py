@@ -24,6 +24,16 @@ def test_info_json_bundled() -> None:
     assert data["read_only"] is True and data["top1pct_share"] == 0.32482
     assert data["working_set_bytes"] == 16_572 * 4096
     assert data["sizes"]["min"] == data["sizes"]["max"] == 4096
+    # what simulating it takes: 33 B a request (time, key, size, TTL, op) + 4 B a key name length, and the
+    # simulator's state per distinct key; the memory this process may still take (the guards' figure)
+    from cachetuner.sim.state import state_bytes_per_key
+
+    mem = data["memory"]
+    assert mem["trace_bytes"] == 50_000 * 33 + 16_572 * 4
+    assert mem["simulator_state_bytes"] == 16_572 * state_bytes_per_key()
+    assert mem["available_bytes"] > 64 << 20
+    text = runner.invoke(app, ["trace", "info", "--trace", "bundled:web07"]).stdout
+    assert "memory to simulate" in text and "2.4 MiB" in text  # (the table may wrap the line anywhere)
 
 
 def test_info_json_all_options(shared_traces: Path, tmp_path: Path) -> None:
