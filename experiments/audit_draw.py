@@ -1,7 +1,12 @@
-"""Draws the cells of experiments/suite-audit.yaml (seeded, so it reprints the same lines): every held-out shared real
-trace with a drawn request rate, value-size model and, over 1M requests, prefix. Run from the repository root."""
+"""Draws the cells of the audit suites (seeded, so it reprints the same lines): every held-out shared real trace with a
+drawn request rate, value-size model and, over 1M requests, prefix. Run from the repository root:
+``python experiments/audit_draw.py`` reprints experiments/suite-audit.yaml's traces (seed 20261203),
+``python experiments/audit_draw.py 20261204`` those of experiments/suite-audit-2.yaml."""
+import sys
+
 import numpy as np
-rng = np.random.default_rng(20261203)
+
+rng = np.random.default_rng(int(sys.argv[1]) if len(sys.argv) > 1 else 20261203)
 S = "../shared/traces/"
 # (path, name, format, requests available, has real sizes)
 T = [(S + "cloudphysics/cloudPhysicsIO.csv", "cloudphysics", None, 113_872, True),
