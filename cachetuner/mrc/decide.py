@@ -30,9 +30,10 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
 - *cold growth*: in the cold phase (until the curves are ready for the first time, and for at least
   ``confirm`` intervals: a curve one interval old holds no reuse longer than one interval), a cache that
   is full at the chosen size and pays for itself grows (``cold_growth``) under the fill cap instead of
-  evicting, and once they are ready those unproven bytes go back without the shrink gates (see the
-  setting for why); meanwhile free growth's share is ``cold_free_growth``, a bounded bet that the data
-  seen so far will be reused, and ``cold_memory_bound`` caps the size at twice what the hits (plus the
+  evicting, and once they are ready those unproven bytes go back without waiting ``shrink_confirm``
+  (``cold_return_waits``: still after ``shrink_min_weight``'s evidence; see the settings for why);
+  meanwhile free growth's share is ``cold_free_growth``, a bounded bet that the data seen so far will
+  be reused, and ``cold_memory_bound`` caps the size at twice what the hits (plus the
   same bet) pay for: at the cost optimum the hits always pay for the memory;
 - a policy switch needs a predicted hit-ratio gain of ``policy_min_gain`` at the target size: a
   smaller predicted difference is within the curves' error, and the switch itself costs a transient
@@ -138,11 +139,20 @@ class MRCControlSettings(BaseModel):
         "caches. Only while the cache pays for itself (its hits in the interval worth at least its memory): "
         "with a concave hit-ratio curve the next byte earns no more than the average byte, so a cache whose "
         "hits do not cover its memory has nothing to gain from growing. Needs fill_headroom. Once the curves are ready the rule decides from the grown size, and a shrink "
-        "that keeps at least the size before the growth skips the shrink gates (shrink_min_weight, shrink_confirm): "
+        "that keeps at least the size before the growth skips shrink_confirm (and shrink_min_weight too with "
+        "cold_return_waits off): "
         "those bytes were never chosen on evidence, so taking them back is a return to the status quo, not a "
         "shrink of a proven cache; after the rule's first own move the gates hold again. Only at the start: "
         "after a shift-test restart the cache holds the old regime's data. "
         "null = off"
+    )
+    cold_return_waits: bool = Field(
+        True, description="giving back cold growth's bytes (a shrink that keeps at least the size before the growth) "
+        "skips shrink_confirm but waits for shrink_min_weight's evidence like any other shrink: the young curve that "
+        "asks for it underrates large caches as much as for any shrink (LIRS multi1 in the first audit: the bytes went "
+        "back three intervals after the curves were first ready, just before the trace's loop repeated). Adopted "
+        "2026-12-03 by the rule written in experiments/suite-audit-2.yaml before its run (docs/control.md). False: "
+        "the rule before (the return skipped both gates)"
     )
     cold_free_growth: float | None = Field(
         0.25, ge=0, le=1, description="until the curves are first ready after the controller starts (as cold_growth), "
@@ -282,8 +292,10 @@ class MRCDecider:
         if back and base is not None and cc.cost_at(target[0], base) <= cc.cost[target[0]].min() * (1 + s.hysteresis):
             target = (target[0], base)  # all the way back to the status quo when the band allows it
         saving = now - cc.cost_at(*target)
-        free = shrink and (back or self._free_shrink(prices, cur, target[1]))
-        if shrink and not free and not curves.ready(s.shrink_min_weight):
+        freed = shrink and self._free_shrink(prices, cur, target[1])
+        free = shrink and (back or freed)
+        waits = shrink and not freed and (not back or s.cold_return_waits)  # for shrink_min_weight's evidence
+        if waits and not curves.ready(s.shrink_min_weight):
             return cur
         need = s.shrink_confirm if shrink and not free else s.confirm
         if self._streak < need or saving <= s.hysteresis * max(now, 0.0):

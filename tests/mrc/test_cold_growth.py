@@ -106,10 +106,11 @@ def test_on_an_episode_it_keeps_what_it_inserts_until_the_curves_are_ready() -> 
     assert all(r.maxmemory <= 512 * MiB for r in grew)
 
 
-def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_the_shrink_gates() -> None:
+def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_waiting_shrink_confirm() -> None:
     """The curve puts the optimum at the size before the growth: the rule returns there after ``confirm``
-    intervals, although the curves have less evidence than ``shrink_min_weight`` and fewer than
-    ``shrink_confirm`` intervals passed (the gates guard a size chosen on evidence, which this was not)."""
+    intervals, not ``shrink_confirm`` (that gate guards a size chosen on evidence, which this was not). Since
+    2026-12-03 (``cold_return_waits``) the return still waits for ``shrink_min_weight``'s evidence, as every
+    shrink does: the young curve that asks for it underrates large caches; before, it skipped that gate too."""
     sizes = np.geomspace(SPACE.min_bytes, SPACE.max_bytes, 8)
     base = RedisConfig(maxmemory=int(sizes[4]), maxmemory_policy="allkeys-lru")  # ~94 MiB: the curve's knee
     hit = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.6, 0.6, 0.6])
@@ -128,12 +129,19 @@ def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_the_
             sizes_run.append(rule.fill.intended(cur).maxmemory)
         return sizes_run
 
-    grown = run(MRCControlSettings())
+    grown = run(MRCControlSettings(cold_return_waits=False))  # the rule before 2026-12-03 (evening)
     # the cold phase lasts `confirm` (3) intervals however much weight the curves have, so the cache, still full,
     # grows once more in the second; then the same target must win 3 intervals in a row
     assert base.maxmemory < grown[0] < grown[1] == grown[2]
     assert grown[3] == base.maxmemory  # back to the status quo, not to the band's edge
     assert run(MRCControlSettings(cold_growth=None)) == [base.maxmemory] * 5  # off: it evicts at the size it has
+    # cold_return_waits: the same return waits for shrink_min_weight's evidence (600 < 1,500 here), not for
+    # shrink_confirm; with the evidence it returns as soon as the target has won `confirm` intervals
+    waits = run(MRCControlSettings())  # the default since then
+    assert waits[:3] == grown[:3] and waits[3] == waits[4] == grown[2]
+    ready = MissRatioCurves(sizes, hit={"allkeys-lru": hit}, weight={"allkeys-lru": np.full(8, 2000.0)},
+                            evidence={"allkeys-lru": np.full(8, 2000.0)})
+    assert run(MRCControlSettings(cold_return_waits=True))[3] == base.maxmemory
 
 
 def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_the_misses() -> None:
