@@ -2,6 +2,7 @@
 drawn request rate, value-size model and, over 1M requests, prefix. Run from the repository root:
 ``python experiments/audit_draw.py`` reprints experiments/suite-audit.yaml's traces (seed 20261203),
 ``python experiments/audit_draw.py 20261204`` those of experiments/suite-audit-2.yaml."""
+import json
 import sys
 
 import numpy as np
@@ -28,6 +29,8 @@ for path, name, fmt, n, real in T:
     sizes = ["fixed:4096", "llm", "lognormal:8192,1.0"] + (["real"] if real else [])
     size = str(rng.choice(sizes))
     entry = {"trace": path, "name": f"{name}-{size.split(':')[0]}-{rate}rps", "size_model": None if size == "real" else size, "rate": rate}
-    if fmt: entry["format"] = fmt
-    if limit: entry["limit"] = limit
-    print("  - " + str(entry).replace("'", '"').replace("None", "null"))
+    if fmt:
+        entry["format"] = fmt
+    if limit:
+        entry["limit"] = limit
+    print("  - " + json.dumps(entry))  # a YAML flow mapping
