@@ -1,9 +1,11 @@
 """How much memory this process may still take, for the guards that stop a job with one line instead of the
 kernel's OOM kill (a whole public trace read at once, a simulator sized for tens of millions of keys).
 
-Two ceilings, the lower wins: the machine's ``MemAvailable`` (``/proc/meminfo``) and, inside a container or a
-systemd slice, the cgroup's own limit minus what the cgroup already uses. A container sees the host's
-``/proc/meminfo``, so without the cgroup a 4 GiB container on a 64 GiB host would be told it has ~60 GiB.
+Two ceilings, the lower wins: the machine's ``MemAvailable`` (``/proc/meminfo``) and, inside a container, the
+cgroup's own limit minus what the cgroup already uses. A container sees the host's ``/proc/meminfo``, so without
+the cgroup a 4 GiB container on a 64 GiB host would be told it has ~60 GiB. Only the cgroup mounted at
+``/sys/fs/cgroup`` is read: a container's own (its cgroup namespace mounts it there); a process in a limited
+systemd slice on a host is not seen (it would need the path in ``/proc/self/cgroup``).
 """
 
 from __future__ import annotations
