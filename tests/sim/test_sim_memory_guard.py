@@ -74,6 +74,8 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_memory_available_is_the_lower_of_meminfo_and_the_cgroup(tmp_path: Path) -> None:
+    """The mount's own files (the real /proc/self/cgroup's path is not under these directories: its levels are
+    skipped)."""
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\n")
     host = 20_000_000 * 1024
@@ -91,6 +93,34 @@ def test_memory_available_is_the_lower_of_meminfo_and_the_cgroup(tmp_path: Path)
                                              "memory/memory.usage_in_bytes": "1\n"})
     assert cgroup_headroom(v1_unlimited) is None
     assert memory_available(tmp_path / "missing", v2) == 3 << 30 and memory_available(tmp_path / "x", none) is None
+
+
+def test_the_process_own_cgroup_and_every_level_above_it_count(tmp_path: Path) -> None:
+    """A limited systemd slice on a host (v2) and a v1 container without a cgroup namespace: the path comes from
+    /proc/self/cgroup, the tightest level on the way up wins, levels not mounted here are skipped."""
+    gib = 1 << 30
+    v2 = _write(tmp_path / "v2", {
+        "memory.max": "max\n", "memory.current": f"{10 * gib}\n",  # the root: no limit
+        "app.slice/memory.max": f"{8 * gib}\n", "app.slice/memory.current": f"{7 * gib}\n",  # 1 GiB left
+        "app.slice/job.service/memory.max": f"{4 * gib}\n", "app.slice/job.service/memory.current": f"{gib}\n",
+    })
+    own = _write(tmp_path / "self-v2", {"cgroup": "0::/app.slice/job.service\n"}) / "cgroup"
+    assert cgroup_headroom(v2, own) == gib  # the slice above the service is the tighter
+    leaf = _write(tmp_path / "self-leaf", {"cgroup": "0::/app.slice\n"}) / "cgroup"
+    assert cgroup_headroom(v2, leaf) == gib
+    root_only = _write(tmp_path / "self-root", {"cgroup": "0::/\n"}) / "cgroup"
+    assert cgroup_headroom(v2, root_only) is None  # a process at the root: no limit anywhere
+    v1 = _write(tmp_path / "v1", {
+        "memory/memory.limit_in_bytes": "9223372036854771712\n", "memory/memory.usage_in_bytes": "5\n",
+        "memory/box/memory.limit_in_bytes": f"{2 * gib}\n", "memory/box/memory.usage_in_bytes": f"{gib // 2}\n",
+    })
+    own_v1 = _write(tmp_path / "self-v1", {"cgroup": "12:pids:/\n4:memory:/box\n1:name=systemd:/\n"}) / "cgroup"
+    assert cgroup_headroom(v1, own_v1) == gib + gib // 2
+    hidden = _write(tmp_path / "self-hidden", {"cgroup": "4:cpu,memory:/not/mounted/here\n"}) / "cgroup"
+    assert cgroup_headroom(v1, hidden) is None  # only the unlimited root is visible
+    meminfo = _write(tmp_path / "mi", {"meminfo": "MemAvailable:   20000000 kB\n"}) / "meminfo"
+    assert memory_available(meminfo, v2, own) == gib
+    assert cgroup_headroom(v2, tmp_path / "no-such-file") is None  # unreadable: the mount's root alone
 
 
 def test_format_bytes() -> None:
