@@ -49,6 +49,19 @@ def validate(model: type[M], data: object, source: str, *, prefix: str = "") -> 
         raise ConfigError(format_validation_error(e, source, prefix)) from None
 
 
+def validate_options(model: type[M], data: object) -> M:
+    """Validate command-line options into ``model``; a :class:`ConfigError` names the option (``--rate: Input
+    should be greater than 0, got -5.0``), for models whose fields are named after the options (``size_model`` is
+    ``--size-model``)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else model.__name__
+        got = f", got {first['input']!r}" if "input" in first and not isinstance(first["input"], dict) else ""
+        raise ConfigError(f"{option}: {first['msg'].removeprefix('Value error, ')}{got}") from None
+
+
 def load_yaml(path: str | Path) -> dict:
     """A YAML file whose top level is a mapping (empty file = ``{}``); one-line :class:`ConfigError` otherwise."""
     p = Path(path)

@@ -18,7 +18,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
 from cachetuner.ttl import make_ttl_policy
 from cachetuner.ttl.keyspace import FreshnessConfig
-from cachetuner.yamlconfig import field_error, load_model, validate
+from cachetuner.yamlconfig import field_error, load_model, validate, validate_options
 
 
 class ArmConfig(BaseModel):
@@ -233,8 +233,5 @@ def override_workload(env: Any, **trace_options: Any) -> Any:
     opts = {k: v for k, v in trace_options.items() if v is not None}
     if "trace" not in opts:
         return env
-    try:
-        spec = WorkloadSpec(**opts)
-    except Exception as e:  # pydantic: name the option
-        raise ConfigError(f"--trace options: {e}".splitlines()[0]) from None
+    spec = validate_options(WorkloadSpec, opts)  # a bad value names its option
     return env.model_copy(update={"workloads": [spec]})

@@ -27,7 +27,7 @@ ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A/B experiment
 TraceOverride = Annotated[
     str | None, typer.Option("--trace", help="replace the experiment's workload by this trace (file, synthetic:NAME, ...)")
 ]
-SeedOverride = Annotated[int | None, typer.Option("--seed", help="seed for size draws / synthetic workloads of --trace")]
+SeedOverride = Annotated[int | None, typer.Option("--seed", min=0, help="seed for size draws / synthetic workloads of --trace")]
 MaxIntervals = Annotated[
     int | None,
     typer.Option("--max-intervals", min=1, help="stop early (a peek): the verdict is then inconclusive"),

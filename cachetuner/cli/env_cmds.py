@@ -48,7 +48,7 @@ def bench_env(
     config: ConfigOpt = None,
     section: SectionOpt = None,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Env steps per variant.")] = 200,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Env steps/s and simulated requests/s with random actions: what-if features on vs off, and with the

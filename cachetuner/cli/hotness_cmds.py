@@ -72,7 +72,7 @@ def evaluate_cmd(
     size_model: Annotated[str | None, typer.Option("--size-model", help="Sizes for size-less traces, e.g. fixed:4096.")] = None,
     rate: Annotated[float | None, typer.Option("--rate", help="Requests/s for traces without timestamps.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Read only the first N requests.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
     params: Annotated[Path | None, typer.Option("--params", help="YAML mapping of reader params, e.g. expand: false for arc.")] = None,
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri")] = None,
     no_tracking: Annotated[bool, typer.Option("--no-tracking", help="Skip MLflow when training.")] = False,

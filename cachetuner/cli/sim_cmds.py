@@ -121,7 +121,7 @@ def simulate_cmd(
                           "cross-check miss counts)")
     ] = "redis",
     interval: Annotated[float, typer.Option("--interval", min=0, help="seconds per reported interval")] = 60.0,
-    sim_seed: Annotated[int, typer.Option("--sim-seed", help="seed of the simulator's random stream")] = 0,
+    sim_seed: Annotated[int, typer.Option("--sim-seed", min=0, help="seed of the simulator's random stream")] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Replay a trace through the Redis 7 simulator under one configuration and report the totals."""

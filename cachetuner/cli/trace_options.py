@@ -59,7 +59,7 @@ RateOpt = Annotated[
         "re-timing for others, the rate param of synthetic workloads.",
     ),  # fmt: skip
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for size draws and synthetic workloads.")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for size draws and synthetic workloads.")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Keep only the first N requests.")]
 ParamsOpt = Annotated[
     Path | None,

@@ -28,7 +28,7 @@ def train_cmd(
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
     timesteps: Annotated[int | None, typer.Option("--timesteps", min=1, help="override total_timesteps")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="override seed")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="override seed")] = None,
     output_dir: Annotated[Path | None, typer.Option("--output-dir", help="override output_dir")] = None,
 ) -> None:
     """Train PPO on the simulated cache; log config, metrics, model and plots to MLflow."""

@@ -23,6 +23,7 @@ from cachetuner.env.sim_backend import preload
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import EvalReport, evaluate_controllers
 from cachetuner.evaluation.episode import SUMMARY_FIELDS
+from cachetuner.yamlconfig import validate_options
 
 
 def resolve_train_config(model: str | Path | None, config: Path | None) -> tuple[TrainConfig, Path | None]:
@@ -54,8 +55,8 @@ def evaluation_env(
     preset name or a :class:`PricesConfig`, replaces its prices)."""
     env_cfg = cfg.eval_env_config()
     if trace is not None:
-        spec = WorkloadSpec(trace=trace, format=fmt, size_model=size_model, rate=rate, limit=limit, seed=seed,
-                            params=params or {})
+        spec = validate_options(WorkloadSpec, dict(trace=trace, format=fmt, size_model=size_model, rate=rate,
+                                                   limit=limit, seed=seed, params=params or {}))
         env_cfg = env_cfg.model_copy(update={"workloads": [spec]})
         workload = 0
     elif workload >= len(env_cfg.workloads):

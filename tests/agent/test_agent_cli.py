@@ -190,6 +190,15 @@ def test_budget_option_builds_the_regime_and_bad_prices_name_the_option() -> Non
     assert "--budget" in _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--budget", "ten%"])
 
 
+def test_a_bad_trace_option_value_names_the_option() -> None:
+    """``--rate -5`` was a pydantic traceback in ``evaluate`` (and an unnamed "1 validation error" line in ``ab``)."""
+    line = _in_process_error(["evaluate", "--trace", "synthetic:zipf", "--rate", "-5"])
+    assert line == "--rate: Input should be greater than 0, got -5.0"
+    line = _in_process_error(["ab", "run", "--config", "experiments/ab_quickstart.yaml", "--trace", "synthetic:zipf",
+                              "--rate", "0"])
+    assert line.startswith("--rate: ") and "got 0.0" in line
+
+
 def test_a_trace_that_cannot_be_read_fails_before_the_progress_display(shared_traces) -> None:
     """``evaluate`` reads its trace before it shows a progress line per controller: the user sees the one-line
     error alone (it names the file once), not six "waiting" lines and then the error."""
