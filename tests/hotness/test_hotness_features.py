@@ -41,6 +41,7 @@ def predictor() -> InProcessPredictor:
     return InProcessPredictor(model, device="cpu")
 
 
+@pytest.mark.filterwarnings("ignore:.*is different from the unwrapped version")  # the wrapper is what is checked
 def test_wrapper_passes_check_env(predictor) -> None:
     env = HotnessFeatures(small_env(), predictor, max_keys=256)
     check_env(env, skip_render_check=True)
