@@ -205,6 +205,10 @@ def _pct(x: Any) -> str:
     return "0.0%" if abs(x) < 5e-4 else f"{x:+.1%}"
 
 
+#: Episodes shorter than this many intervals get a note under the table: the audits' worst cells are all this short.
+SHORT_EPISODE = 100
+
+
 def print_evaluation(result: dict[str, Any], report: Any) -> None:
     """The evaluation table on stdout (rich)."""
     from rich.console import Console
@@ -237,3 +241,9 @@ def print_evaluation(result: dict[str, Any], report: Any) -> None:
         f"reference: {ref}. A negative regret means a controller beat every hindsight reference that was run "
         f"(they only search their own grid). MLflow run {result['mlflow_run_id']}"
     )
+    if n < SHORT_EPISODE and any(not s.get("hindsight") and t != "static-default" for t, s in result["tuners"].items()):
+        out.print(
+            f"note: only {n} intervals. Online controllers learn the traffic during the episode, and on an episode "
+            "this short that learning is most of their regret (README, 'Audit on drawn cells'); judge them on longer "
+            "traffic where you can."
+        )

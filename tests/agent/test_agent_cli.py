@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,23 @@ def test_a_trace_that_cannot_be_read_fails_before_the_progress_display(shared_tr
     assert message.startswith(f"env.workloads.0.trace: {orm}: cannot tell the trace format"), message
     assert message.count(str(orm)) == 1 and "--format" in message
     assert "waiting" not in result.output
+
+
+def test_a_short_episode_gets_a_note_under_the_table(shared_traces, tmp_path, monkeypatch) -> None:
+    """Online controllers' regret on a few dozen intervals is mostly learning (the audits' worst cells): the table
+    says so under itself, and only when an online controller was run."""
+    from typer.testing import CliRunner
+
+    from cachetuner.cli.main import _load_commands, app
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("COLUMNS", "200")
+    _load_commands()
+    cs = str(shared_traces / "lirs" / "cs.trace")
+    base = ["evaluate", "--trace", cs, "--format", "lirs", "--rate", "10"]  # 6,781 requests: a short episode
+    online = CliRunner().invoke(app, [*base, "--tuners", "static-default,mrc"])
+    assert online.exit_code == 0, online.output
+    assert re.search(r"note: only \d+ intervals\. Online controllers learn", " ".join(online.output.split()))
+    static = CliRunner().invoke(app, [*base, "--tuners", "static-default,best-static"])
+    assert static.exit_code == 0, static.output
+    assert "note: only" not in static.output
