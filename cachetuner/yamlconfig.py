@@ -32,12 +32,14 @@ def format_validation_error(err: ValidationError, source: str, prefix: str = "")
     """``source: field 'prefix.field.path': message`` for the first error (and a count of the others)."""
     first = err.errors()[0]
     loc = prefix + ".".join(str(p) for p in first["loc"]) if first["loc"] else prefix.rstrip(".") or "<root>"
-    msg = first["msg"].removeprefix("Value error, ")
-    if first.get("type") == "extra_forbidden":
-        msg = "unknown field"
     more = len(err.errors()) - 1
     tail = f" (and {more} more error{'s' if more > 1 else ''})" if more > 0 else ""
-    return field_error(source, loc, msg + tail)
+    return field_error(source, loc, _message(first) + tail)
+
+
+def _message(error: Any) -> str:
+    """One pydantic error's message as a user reads it (no "Value error, " prefix; "unknown field" for extras)."""
+    return "unknown field" if error.get("type") == "extra_forbidden" else str(error["msg"]).removeprefix("Value error, ")
 
 
 def validate(model: type[M], data: object, source: str, *, prefix: str = "") -> M:
@@ -59,7 +61,7 @@ def validate_options(model: type[M], data: object) -> M:
         first = e.errors()[0]
         option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else model.__name__
         got = f", got {first['input']!r}" if "input" in first and not isinstance(first["input"], dict) else ""
-        raise ConfigError(f"{option}: {first['msg'].removeprefix('Value error, ')}{got}") from None
+        raise ConfigError(f"{option}: {_message(first)}{got}") from None
 
 
 def load_yaml(path: str | Path) -> dict:
