@@ -24,6 +24,10 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
   a shrink gives back is worth more than every hit the full cache in force has been making
   (``free_shrink`` times over, plus the switch and any SLO penalty): then even a smaller cache that hit
   nothing would cost less, so the young curve's bias cannot make the move a loss;
+- *regrow guard* (``regrow_guard``): no shrink to a size from which free growth would grow straight back at the
+  run's usual miss level: after a stretch of nearly all hits the curves (and the current cost, which the hysteresis
+  band is a share of) say little memory is needed, but the shrink drops data and free growth undoes it as soon as
+  the misses return (the third audit's ARC P2 cell at ``cheap-backend``);
 - the saving must exceed a ``hysteresis`` share of the current cost; a growth goes to the optimum
   (its refill cost is already charged), a shrink only to the edge of the band of sizes within that
   share of the optimum (drop as little warm data as the curve allows);
@@ -164,6 +168,11 @@ class MRCControlSettings(BaseModel):
         "bytes actually filled. Giving the bytes back then follows the shrink gates. Needs fill_headroom. "
         "null = off"
     )
+    regrow_guard: bool = Field(
+        False, description="no shrink to a size from which free growth would grow straight back at the run's usual "
+        "miss level (the larger of the smoothed misses and their mean since the reset): such a shrink saves memory "
+        "only while misses stay unusually low, and the move back costs a refill of what the shrink dropped"
+    )
     cold_memory_bound: float | None = Field(
         2.0, ge=1, description="in the cold phase (as cold_growth), once it has seen min_weight GETs, the chosen size is at "
         "most the smallest allowed size plus the memory worth this multiple of the mean interval's hits plus "
@@ -232,6 +241,8 @@ class MRCDecider:
         self._start_used: float | None = None  # the bytes in use at the first fresh interval (cold_memory_bound's floor)
         self._was_ready = warm  # the curves have been ready since the last reset (cold_growth stops for good)
         self._cold_base: int | None = None  # the chosen size before cold growth, until the rule moves on its own
+        self._miss_sum = 0.0  # misses summed over the intervals seen since the reset (regrow_guard's usual level)
+        self._miss_n = 0
 
     def decide(
         self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace,
@@ -246,8 +257,10 @@ class MRCDecider:
         if misses is not None:
             m = float(misses)
             self.misses = m if self.misses is None else (1 - s.gets_smoothing) * self.misses + s.gets_smoothing * m
+            self._miss_sum += max(m, 0.0)
+            self._miss_n += 1
             self._track_hits(cur, g - m, full is not False, gets=g)
-        if self._free_growth(prices, cur, space):
+        if self._free_growth(prices, cur.maxmemory, space):
             return cur.evolve(maxmemory=int(space.max_bytes))
         if curves is None or not self.gets or not curves.ready(s.min_weight):
             return self._blind_shrink(prices, cur, space)
@@ -299,6 +312,8 @@ class MRCDecider:
             return cur
         need = s.shrink_confirm if shrink and not free else s.confirm
         if self._streak < need or saving <= s.hysteresis * max(now, 0.0):
+            return cur
+        if shrink and self._regrows(prices, target[1], space):
             return cur
         if saving * s.payback_intervals <= prices.switch + self._refill_cost(curves, prices, cur, target):
             return cur
@@ -370,18 +385,28 @@ class MRCDecider:
             self._cold_base = cur.maxmemory
         return cur.evolve(maxmemory=space.clip(s.cold_growth * max(cur.maxmemory, self.fill.need(snap))))
 
-    def _free_growth(self, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> bool:
-        """Whether growing to the largest size risks at most ``free_growth`` (``cold_free_growth`` until the curves
-        are first ready) of the misses' cost (see the settings)."""
+    def _free_growth(self, prices: Prices, size: int, space: ConfigSpace, misses: float | None = None) -> bool:
+        """Whether growing a cache of ``size`` to the largest size risks at most ``free_growth`` (``cold_free_growth``
+        until the curves are first ready) of the misses' cost (see the settings); ``misses``: per interval (default:
+        the smoothed ones)."""
         s = self.settings
         share = s.free_growth
         if s.cold_free_growth is not None and self.fill is not None and not self._was_ready:
             share = max(share, s.cold_free_growth)  # no evidence yet: a bounded bet (see cold_free_growth)
-        if not share or self.misses is None or cur.maxmemory >= space.max_bytes:
+        misses = self.misses if misses is None else misses
+        if not share or misses is None or size >= space.max_bytes:
             return False
         switch = prices.switch / s.payback_intervals if s.free_growth_amortized else prices.switch
-        worst_loss = float(prices.memory_cost(space.max_bytes) - prices.memory_cost(cur.maxmemory)) + switch
-        return worst_loss <= share * self.misses * prices.miss
+        worst_loss = float(prices.memory_cost(space.max_bytes) - prices.memory_cost(size)) + switch
+        return worst_loss <= share * misses * prices.miss
+
+    def _regrows(self, prices: Prices, size: int, space: ConfigSpace) -> bool:
+        """``regrow_guard``: whether free growth would grow a cache of ``size`` straight back at the usual miss
+        level (the larger of the smoothed misses and their mean since the reset)."""
+        if not self.settings.regrow_guard or self.misses is None or not self._miss_n:
+            return False
+        usual = max(self.misses, self._miss_sum / self._miss_n)
+        return self._free_growth(prices, int(size), space, misses=usual)
 
     def _track_hits(self, cur: RedisConfig, hits: float, full: bool, gets: float) -> None:
         """Smoothed hits of the cache in force, restarted whenever its size or policy changes (the hits of
@@ -431,7 +456,7 @@ class MRCDecider:
         # lower bound of the space may lift it back above what the bound allows)
         size = space.clip(min(cur.maxmemory - bound / per_byte, cur.maxmemory / 1.25))
         given_back = float(prices.memory_cost(cur.maxmemory) - prices.memory_cost(size))
-        if size >= cur.maxmemory or given_back < bound:
+        if size >= cur.maxmemory or given_back < bound or self._regrows(prices, size, space):
             return cur
         return self._move(cur, (cur.maxmemory_policy, size))
 

@@ -545,3 +545,33 @@ def test_size_correction_brings_curves_with_ai_value_sizes_closer_to_full_simula
         err[corr] = bench_mrc([("bundled:web07", "auto")], cfg=cfg, limit=30_000, size_model="llm")["summary"]
     for pol in err[True]:
         assert err[True][pol]["mean_error_pp"] < err[False][pol]["mean_error_pp"], (pol, err)
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_regrow_guard_refuses_a_shrink_that_free_growth_would_undo(guard: bool) -> None:
+    """``regrow_guard``: a curve that predicts (almost) all hits at every size puts the optimum at the smallest
+    one; at these prices the memory between it and the largest size is worth less than 1 % of the usual misses,
+    so free growth grows such a cache straight back. Without the guard the rule shrinks and regrows (dropping
+    the cache's data twice over); with it the size holds."""
+    from cachetuner.mrc.curves import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 1 << 30, 8).astype(np.int64)
+    ev = {"allkeys-lru": np.full(8, 5000.0)}
+    curves = MissRatioCurves(sizes, {"allkeys-lru": np.full(8, 0.999)}, weight=dict(ev), evidence=ev)
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=1 << 30, policies=("allkeys-lru",), timeouts=(0,))
+    # the largest size costs 1.0 an interval, a miss 1.0: 1 % of 500 misses is worth 5x that memory
+    prices = Prices(memory_per_gib_hour=1.0, miss=1.0, switch=0.0, interval_s=3600)
+    dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0,
+                                        cold_free_growth=None, free_shrink=None, regrow_guard=guard))
+    cur = RedisConfig(maxmemory=1 << 30, maxmemory_policy="allkeys-lru")
+    seen = []
+    for _ in range(6):
+        cur = dec.decide(curves, prices, 1000.0, cur, space, misses=500.0)
+        seen.append(cur.maxmemory)
+    if guard:
+        assert seen == [1 << 30] * 6
+    else:
+        assert min(seen) < (1 << 30) / 2  # shrank ...
+        assert seen.count(1 << 30) >= 2  # ... and free growth grew it straight back, over and over
