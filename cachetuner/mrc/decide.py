@@ -169,9 +169,11 @@ class MRCControlSettings(BaseModel):
         "null = off"
     )
     regrow_guard: bool = Field(
-        False, description="no shrink to a size from which free growth would grow straight back at the run's usual "
+        True, description="no shrink to a size from which free growth would grow straight back at the run's usual "
         "miss level (the larger of the smoothed misses and their mean since the reset): such a shrink saves memory "
-        "only while misses stay unusually low, and the move back costs a refill of what the shrink dropped"
+        "only while misses stay unusually low, and the move back costs a refill of what the shrink dropped (the "
+        "third audit's ARC P2 cell at cheap-backend: +11.4 % -> -0.2 %). Adopted 2026-12-04 by the rule written in "
+        "experiments/suite-audit-5.yaml before its run (docs/control.md). False: the rule before"
     )
     cold_memory_bound: float | None = Field(
         2.0, ge=1, description="in the cold phase (as cold_growth), once it has seen min_weight GETs, the chosen size is at "
