@@ -184,6 +184,8 @@ class LearnedPolicy:
         self.artifact = model if isinstance(model, PolicyArtifact) else load_policy(model, config=config)
         #: trained with client-side TTL dimensions: ``client_ttl`` decodes them (ClientTTLDecider)
         self.decides_client_ttl = bool(self.artifact.env_config.actions.ttl_multipliers)
+        self.defer_cold = settings.ppo.defer_cold
+        self.deferred = 0  # decisions handed to the anchor (defer_cold), since the reset
         self._action: Any = None
         from cachetuner.env.actions import make_action_codec
 
@@ -205,6 +207,7 @@ class LearnedPolicy:
     def reset(self, ctx: DecisionContext) -> None:
         self._state = None
         self._start = True
+        self.deferred = 0
         if self.hot is not None:
             self.hot.reset()
 
@@ -238,7 +241,11 @@ class LearnedPolicy:
             action, _ = self.artifact.model.predict(obs, deterministic=True)
         self._start = False
         self._action = action
-        return self.codec.decode(action, ctx.config, (ctx.space.min_bytes, ctx.space.max_bytes), ctx.info.get("anchor"))
+        anchor = ctx.info.get("anchor")
+        if self.defer_cold and ctx.info.get("anchor_cold"):
+            self.deferred += 1
+            return anchor if anchor is not None else ctx.config  # no anchor: the rule holds the config in force
+        return self.codec.decode(action, ctx.config, (ctx.space.min_bytes, ctx.space.max_bytes), anchor)
 
     def client_ttl(self, ctx: DecisionContext) -> Any:
         """The TTL part of the action :meth:`decide` just took (``None`` without TTL dimensions)."""

@@ -53,6 +53,20 @@ class SizedOnceSettings(BaseModel):
     )
 
 
+class PPOSettings(BaseModel):
+    """``ppo``: how a trained policy's actions are used (the policy itself is the artifact)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    defer_cold: bool = Field(
+        False, description="while the env's anchor (the mrc rule) is in its cold phase (its curves not yet ready "
+        "since the start), run the anchor's config instead of the policy's action. Why: before the curves are ready "
+        "the policy's observation carries no curve, and its moves there (holding a filling cache below the anchor's "
+        "fill on short traces) were where it lost most against mrc on the audits; from the first ready curves on it "
+        "acts as trained. The policy still sees every observation (a recurrent state stays in step)."
+    )
+
+
 class OracleSettings(BaseModel):
     """Receding-horizon hindsight oracle (see :class:`cachetuner.control.hindsight.Oracle`)."""
 
@@ -75,6 +89,7 @@ class ControlSettings(BaseModel):
     hill_climb: HillClimbSettings = Field(default_factory=HillClimbSettings)
     optuna: OptunaSettings = Field(default_factory=OptunaSettings)
     sized_once: SizedOnceSettings = Field(default_factory=SizedOnceSettings)
+    ppo: PPOSettings = Field(default_factory=PPOSettings)
     oracle: OracleSettings = Field(default_factory=OracleSettings)
 
 

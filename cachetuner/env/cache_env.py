@@ -453,4 +453,5 @@ class CacheTuningEnv(gym.Env):
             "workload": self.workload,
             "step": self._steps,
             "anchor": self._anchor,
+            "anchor_cold": self.mrc is not None and self._decider.cold,  # ppo.defer_cold
         }

@@ -246,6 +246,11 @@ class MRCDecider:
         self._miss_sum = 0.0  # misses summed over the intervals seen since the reset (regrow_guard's usual level)
         self._miss_n = 0
 
+    @property
+    def cold(self) -> bool:
+        """In the cold phase: the curves have not been ready (with ``confirm`` intervals seen) since the reset."""
+        return not self._was_ready
+
     def decide(
         self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace,
         misses: float | None = None, full: bool | None = None,

@@ -89,6 +89,38 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     assert own.env.mrc.anchor.min_weight == 700
 
 
+def test_defer_cold_runs_the_anchor_until_the_curves_are_first_ready() -> None:
+    """``controllers.ppo.defer_cold``: while the env's anchor is in its cold phase the policy's action is replaced by
+    the anchor's config (the config in force when there is none); from the first ready curves on, its own."""
+    from cachetuner.control.settings import ControlSettings
+    from cachetuner.env import CacheTuningEnv
+    from cachetuner.evaluation.episode import context_from_env
+
+    art = load_policy("default")
+    cfg = art.env_config.model_copy(update={"workloads": art.env_config.workloads[:1], "episode_intervals": 40})
+    settings = ControlSettings.model_validate({"ppo": {"defer_cold": True}})
+    ctl = make_controller("ppo", settings, model=art)
+    env = CacheTuningEnv(cfg)
+    obs, info = env.reset(seed=0)
+    ctl.reset(context_from_env(env, obs, info))
+    cold, warm, done = 0, 0, False
+    while not done:
+        ctx = context_from_env(env, obs, info)
+        was_cold, anchor = bool(info["anchor_cold"]), info["anchor"]
+        chosen = ctl.decide(ctx)
+        if was_cold:
+            cold += 1
+            assert chosen == (anchor if anchor is not None else ctx.config)
+        else:
+            warm += 1
+            assert not cold or ctl.deferred == cold  # the phase ends for good: no deferral after it
+        obs, _, term, trunc, info = env.step_config(chosen)
+        done = bool(term or trunc)
+    assert cold > 0 and warm > 0 and ctl.deferred == cold
+    off = make_controller("ppo", ControlSettings(), model=art)
+    assert off.defer_cold is False  # off by default: the shipped policy acts from the first interval
+
+
 def test_suite_end_to_end(tmp_path: Path, mlflow_store, capfd) -> None:
     from cachetuner.reports.suite import run_suite
 
