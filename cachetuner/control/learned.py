@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from cachetuner.config import RedisConfig
 from cachetuner.control.base import DecisionContext, register_controller
-from cachetuner.control.settings import ControlSettings
+from cachetuner.control.settings import ControlSettings, PPOSettings
 from cachetuner.env.config import EnvConfig
 from cachetuner.errors import ConfigError
 from cachetuner.hotness_model.settings import HotnessSettings
@@ -71,6 +71,7 @@ class PolicyArtifact:
     recurrent: bool
     raw_config: dict[str, Any]
     hotness: HotnessSettings | None = None  # lstm_path resolved; None: trained without hotness features
+    ppo: PPOSettings = field(default_factory=PPOSettings)  # its controllers.ppo: how its actions are used
 
     def model_card(self) -> str | None:
         card = self.model_path.parent / "MODEL_CARD.md"
@@ -131,6 +132,7 @@ def load_policy(
     eval_env = validate(EnvConfig, eval_raw, f"{cfg_path}: eval.env") if eval_raw else train_env
     controllers = raw.get("controllers", raw.get("baselines")) or {}
     rule = validate(MRCControlSettings, controllers.get("mrc") or {}, f"{cfg_path}: controllers.mrc")
+    use = validate(PPOSettings, controllers.get("ppo") or {}, f"{cfg_path}: controllers.ppo")
     for env in (train_env, eval_env):
         env.mrc.pin_anchor(rule)  # the rule it was trained around (TrainConfig does the same)
     recurrent = str((raw.get("ppo") or {}).get("policy", "mlp")).lower() in ("lstm", "recurrent")
@@ -150,7 +152,7 @@ def load_policy(
     return PolicyArtifact(
         source=str(uri), model_path=model_path, model=model, env_config=eval_env, train_env_config=train_env,
         price_features=bool(raw.get("price_features", True)), recurrent=recurrent, raw_config=raw,
-        hotness=_hotness_settings(raw, cfg_path, model_path),
+        hotness=_hotness_settings(raw, cfg_path, model_path), ppo=use,
     )
 
 
@@ -184,7 +186,8 @@ class LearnedPolicy:
         self.artifact = model if isinstance(model, PolicyArtifact) else load_policy(model, config=config)
         #: trained with client-side TTL dimensions: ``client_ttl`` decodes them (ClientTTLDecider)
         self.decides_client_ttl = bool(self.artifact.env_config.actions.ttl_multipliers)
-        self.defer_cold = settings.ppo.defer_cold
+        own = settings.ppo.defer_cold  # an explicit setting wins; null: what the artifact ships with
+        self.defer_cold = bool(self.artifact.ppo.defer_cold if own is None else own)
         self.deferred = 0  # decisions handed to the anchor (defer_cold), since the reset
         self._action: Any = None
         from cachetuner.env.actions import make_action_codec

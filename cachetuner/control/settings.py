@@ -58,8 +58,9 @@ class PPOSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    defer_cold: bool = Field(
-        False, description="while the env's anchor (the mrc rule) is in its cold phase (its curves not yet ready "
+    defer_cold: bool | None = Field(
+        None, description="null = the policy artifact's own setting (its train_config.yaml's controllers.ppo; false "
+        "when absent). True: while the env's anchor (the mrc rule) is in its cold phase (its curves not yet ready "
         "since the start), run the anchor's config instead of the policy's action. Why: before the curves are ready "
         "the policy's observation carries no curve, and its moves there (holding a filling cache below the anchor's "
         "fill on short traces) were where it lost most against mrc on the audits; from the first ready curves on it "

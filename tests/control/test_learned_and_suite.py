@@ -117,8 +117,16 @@ def test_defer_cold_runs_the_anchor_until_the_curves_are_first_ready() -> None:
         obs, _, term, trunc, info = env.step_config(chosen)
         done = bool(term or trunc)
     assert cold > 0 and warm > 0 and ctl.deferred == cold
-    off = make_controller("ppo", ControlSettings(), model=art)
-    assert off.defer_cold is False  # off by default: the shipped policy acts from the first interval
+    # the shipped policy turns it on (experiments/suite-audit-7.yaml's rule, 2026-12-04), so a controller built with
+    # default settings (the daemon's, an A/B arm's) follows the artifact; an explicit setting wins; its recipe agrees
+    assert art.ppo.defer_cold is True and make_controller("ppo", ControlSettings(), model=art).defer_cold is True
+    off = ControlSettings.model_validate({"ppo": {"defer_cold": False}})
+    assert make_controller("ppo", off, model=art).defer_cold is False
+    from cachetuner.agent.config import TrainConfig
+    from cachetuner.reports.evaluate import resolve_train_config
+
+    assert resolve_train_config("default", None)[0].controllers.ppo.defer_cold is True
+    assert TrainConfig.from_yaml("experiments/general.yaml").controllers.ppo.defer_cold is True
 
 
 def test_suite_end_to_end(tmp_path: Path, mlflow_store, capfd) -> None:
