@@ -62,9 +62,11 @@ class PPOSettings(BaseModel):
         None, description="null = the policy artifact's own setting (its train_config.yaml's controllers.ppo; false "
         "when absent). True: while the env's anchor (the mrc rule) is in its cold phase (its curves not yet ready "
         "since the start), run the anchor's config instead of the policy's action. Why: before the curves are ready "
-        "the policy's observation carries no curve, and its moves there (holding a filling cache below the anchor's "
-        "fill on short traces) were where it lost most against mrc on the audits; from the first ready curves on it "
-        "acts as trained. The policy still sees every observation (a recurrent state stays in step)."
+        "the policy's curve features rest on little evidence, a phase that lasts a few intervals at the request rates "
+        "it was trained on and tens at 10 req/s, and its moves there (holding a filling cache below the anchor's fill "
+        "on short traces) were where it lost most against mrc on the audits; from the first ready curves on it acts "
+        "as trained. The policy still sees every observation (a recurrent state stays in step). The shipped policy "
+        "turns it on (adopted 2026-12-04 by the rule of experiments/suite-audit-7.yaml)."
     )
 
 
