@@ -120,12 +120,15 @@ class MRCControlSettings(BaseModel):
         "bound allows)"
     )
     free_shrink_min_gets: float | None = Field(
-        500.0, ge=0, description="free shrink (and free_shrink_blind) only once the cache in force has served at least "
+        1500.0, ge=0, description="free shrink (and free_shrink_blind) only once the cache in force has served at least "
         "this many GETs at its size and policy since it was full: the bound compares the memory with every hit that "
-        "cache makes, and a cache that has barely been read has not shown that its hits are worth little (the "
-        "cold_memory_bound's evidence gate, min_weight GETs, applied to free shrink). Found on CloudPhysics with "
-        "AI-inference value sizes (2026-12-03): three full intervals of writes and no reads (zero GETs, so zero hits) "
-        "passed the bound and dropped data that was read later. null = off (the rule before 2026-12-03)"
+        "cache makes, and a cache that has barely been read has not shown that its hits are worth little. Found on "
+        "CloudPhysics with AI-inference value sizes (2026-12-03): three full intervals of writes and no reads (zero "
+        "GETs, so zero hits) passed the bound and dropped data that was read later; the gate was then 500 GETs "
+        "(min_weight). 1,500 (shrink_min_weight, the evidence a shrink's curve needs) since 2026-12-04: a cache that "
+        "hits nothing on the first pass of a loop longer than itself looks like one that holds a scan, and at 10 req/s "
+        "500 GETs are five intervals (LIRS gli: the shrink dropped the data the loop's second pass read); adopted by "
+        "the rule written in experiments/suite-audit-10.yaml before its run (docs/control.md). null = off"
     )
     fill_headroom: float | None = Field(
         2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "

@@ -70,12 +70,13 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     for anchor in (art.train_env_config.mrc.anchor, shipped.env.mrc.anchor, shipped.eval_env_config().mrc.anchor):
         assert anchor == art.train_env_config.mrc.anchor
         assert {k: getattr(anchor, k) for k in trained_around} == trained_around
-    # it runs with mrc's free-shrink evidence gate since 2026-12-03 (experiments/suite-gate-check.yaml's rule) and
-    # with cold_return_waits and regrow_guard since 2026-12-04 (experiments/suite-audit-6.yaml's rule): the
-    # evaluation env's anchor differs from the training one in those fields only, and is mrc's rule as it ships
+    # it runs with mrc's free-shrink evidence gate since 2026-12-03 (experiments/suite-gate-check.yaml's rule; 1,500
+    # GETs since experiments/suite-audit-10.yaml's) and with cold_return_waits and regrow_guard since 2026-12-04
+    # (experiments/suite-audit-6.yaml's rule): the evaluation env's anchor differs from the training one in those
+    # fields only, and is mrc's rule as it ships
     run_with = art.env_config.mrc.anchor
     assert run_with == art.train_env_config.mrc.anchor.model_copy(
-        update={"free_shrink_min_gets": 500.0, "cold_return_waits": True, "regrow_guard": True})
+        update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True})
     assert run_with == MRCControlSettings()
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5
