@@ -35,6 +35,9 @@ class ApplyResult:
     requested: RedisConfig
     applied: RedisConfig
     error: str | None = None  # e.g. "NOPERM ..." when an ACL refuses CONFIG SET
+    #: The cache did not answer (connection lost, timed out): a failure of the target, not a refusal
+    #: of the config. ``applied`` is then the last config known, not one read back.
+    unreachable: bool = False
 
 
 @dataclass

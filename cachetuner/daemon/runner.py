@@ -188,10 +188,17 @@ class TargetRunner:
         if err == "backoff":
             self.status = "backoff"
             return
+        self._mark_unreachable(err, now)
+
+    def _mark_unreachable(self, err: str, now: float) -> float:
+        """Status ``unreachable``, connection backoff, an ``unreachable`` event when the error is new;
+        returns the backoff delay. Also reached from an apply the target did not answer."""
+        self.metrics.up.labels(self.name).set(0)
         delay = self.conn_backoff.fail(now)
         if self.status != "unreachable" or self.last_error != err:
             self.rec.event("unreachable", error=err, retry_in_s=round(delay, 2))
         self.status, self.last_error = "unreachable", err
+        return delay
 
     def _judge(self, rep: StepReport) -> SLOReport:
         """The SLO verdict on the interval just observed (not judged = stale or missing metrics)."""
@@ -345,9 +352,12 @@ class TargetRunner:
             return False
         did = self.rec.intent(rec)
         self.state.last_decision_id = did
-        observed, ok, err = self._set_and_verify(config)
+        observed, ok, err, down = self._set_and_verify(config)
         if ok:
             self._settle_applied(config)
+        elif down:  # not a refusal of the config: the target is down, and the connection backoff holds
+            delay = self._mark_unreachable(err or "no answer", time.time())
+            err = f"{err} (target unreachable; next probe in >= {delay:.1f} s)"
         else:
             err = self._settle_refused(observed, err)
         self.rec.outcome(did, action, ok, observed, err)
@@ -364,21 +374,22 @@ class TargetRunner:
             return False
         return True
 
-    def _set_and_verify(self, config: RedisConfig) -> tuple[RedisConfig, bool, str | None]:
+    def _set_and_verify(self, config: RedisConfig) -> tuple[RedisConfig, bool, str | None, bool]:
         """``CONFIG SET`` through the backend, then read back what the target runs (through the probe
-        when there is one). Returns ``(observed, ok, error)``; never raises."""
+        when there is one). Returns ``(observed, ok, error, unreachable)``; never raises. A target that
+        did not answer is not read back here (another timeout): the next step's read finds what it runs."""
         try:
             assert self.backend is not None
             result = self.backend.apply(config)
         except Exception as e:  # noqa: BLE001 (connection lost mid-apply, ...)
             result = ApplyResult(ok=False, requested=config, applied=self.current or config, error=f"{type(e).__name__}: {e}")
         observed = result.applied
-        if self.probe is not None:
+        if self.probe is not None and not result.unreachable:
             with contextlib.suppress(Exception):  # unreadable: the backend's own verify stands
                 observed = self.probe.config()
         ok = bool(result.ok) and observed == config
         err = None if ok else scrub_text(result.error or f"verify: target runs {observed.model_dump()} not the requested config")
-        return observed, ok, err
+        return observed, ok, err, result.unreachable
 
     def _settle_applied(self, config: RedisConfig) -> None:
         """Bookkeeping after a verified change: the change clock restarts, the config is current."""

@@ -165,8 +165,15 @@ class LiveRedisBackend:
         except ValueError as e:
             return ApplyResult(ok=False, requested=config, applied=self._config, error=str(e))
         errors: list[str] = []
+        # A Redis that does not answer (down, or hung: every call waits out the socket timeout) ends the
+        # apply at its first such error: going on would wait out two more timeouts (a hung server swallows
+        # a whole outage inside one apply, and the caller never learns the target was unreachable).
+        down = (redis.ConnectionError, redis.TimeoutError)
         try:
             current = self._config_get()
+        except down as e:
+            return ApplyResult(ok=False, requested=config, applied=self._config,
+                               error=f"CONFIG GET: {_redis_error(e)}", unreachable=True)
         except redis.RedisError as e:
             current = {}
             errors.append(f"CONFIG GET: {_redis_error(e)}")
@@ -177,6 +184,9 @@ class LiveRedisBackend:
             try:
                 # Redis >= 7: several parameters in one CONFIG SET are applied all-or-nothing.
                 self._redis.config_set(*args)
+            except down as e:  # sent, maybe applied later by a server that wakes up: the caller reads it back
+                return ApplyResult(ok=False, requested=config, applied=self._config,
+                                   error=f"CONFIG SET {' '.join(args)}: {_redis_error(e)}", unreachable=True)
             except redis.RedisError as e:
                 set_failed = True
                 errors.append(f"CONFIG SET {' '.join(args)}: {_redis_error(e)}")

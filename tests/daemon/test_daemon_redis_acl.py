@@ -4,6 +4,7 @@ is refused; a refused CONFIG SET is reported (not raised) and backed off; a rest
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -13,8 +14,10 @@ import pytest
 import redis
 
 from cachetuner.config import RedisConfig
+from cachetuner.daemon.audit import read_audit
 from cachetuner.daemon.chaos import ACL_RULES, ACL_USER
 from cachetuner.daemon.probe import RedisProbe
+from cachetuner.daemon.records import StepReport
 from cachetuner.ports import free_port
 
 REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -141,3 +144,74 @@ def test_persist_rewrite_survives_restart(server: RedisProc) -> None:
     server.stop()
     server.start()
     assert probe.config().maxmemory == 48 * 1024 * 1024
+
+
+def _config_set_calls(port: int) -> int:
+    return int(redis.Redis(port=port).info("commandstats").get("cmdstat_config|set", {}).get("calls", 0))
+
+
+def test_a_hung_redis_ends_the_apply_at_its_first_timeout(server: RedisProc) -> None:
+    """A SIGSTOPped server: the CONFIG GET before the set times out and the apply stops there, reported
+    as unreachable (not a refusal), and no CONFIG SET is sent to a server whose state is unknown."""
+    from cachetuner.live.backend import LiveRedisBackend
+
+    b = LiveRedisBackend(tuner_url(server.port), "http://127.0.0.1:9", interval_s=1.0)
+    assert server.proc is not None
+    before = _config_set_calls(server.port)
+    try:
+        server.proc.send_signal(signal.SIGSTOP)
+        try:
+            res = b.apply(RedisConfig(maxmemory=16 * 1024 * 1024))
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+        assert not res.ok and res.unreachable
+        assert (res.error or "").startswith("CONFIG GET: TimeoutError"), res.error
+        assert res.applied.maxmemory == 64 * 1024 * 1024  # the last config known, not a read-back
+        assert _config_set_calls(server.port) == before
+        res = b.apply(RedisConfig(maxmemory=16 * 1024 * 1024))  # awake again: an ordinary apply
+        assert res.ok and not res.unreachable, res.error
+    finally:
+        b.close()
+
+
+def test_the_daemon_reports_an_apply_redis_did_not_answer_as_unreachable(
+    server: RedisProc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis hangs between the read of a step and its CONFIG SET (the chaos run's ``redis_unreachable``
+    once landed there and no ``unreachable`` event was ever written): the outcome is a failure, the
+    target is ``unreachable`` with the connection backoff running, and the next read reports recovery."""
+    from cachetuner.daemon.config import DaemonConfig
+    from cachetuner.daemon.loop import Daemon
+
+    monkeypatch.setenv("CACHETUNER_REDIS_PASSWORD", PW)
+    cfg = DaemonConfig.model_validate({
+        "interval_s": 1.0, "state_dir": str(tmp_path / "state"), "http": {"port": 0}, "tracking": {"enabled": False},
+        "policy": {"name": "random", "seed": 3},
+        "targets": [{
+            "name": "main", "backend": "live", "redis_url": f"redis://{ACL_USER}@127.0.0.1:{server.port}/0",
+            "prometheus_url": "http://127.0.0.1:9",
+            "bounds": {"maxmemory_min": 8 * 1024 * 1024, "maxmemory_max": 128 * 1024 * 1024},
+        }],
+    })  # fmt: skip
+    d = Daemon(cfg)
+    runner = d.runners[0]
+    runner.backend = runner.backend_factory()
+    try:
+        assert runner._read_target(time.time(), StepReport(snapshot=None)) is False  # reachable, no restart
+        assert server.proc is not None
+        server.proc.send_signal(signal.SIGSTOP)
+        try:
+            applied = runner._apply(RedisConfig(maxmemory=32 * 1024 * 1024), "change", {})
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+        assert applied is False
+        assert runner.status == "unreachable" and not runner.conn_backoff.ready(time.time())
+        recs = read_audit(cfg.audit_path)
+        outcome = next(r for r in recs if r.get("phase") == "outcome")
+        assert outcome["outcome"] != "applied" and "target unreachable" in outcome["error"], outcome
+        assert [r["event"] for r in recs if r.get("phase") == "event"][-1] == "unreachable"
+        assert runner._read_target(time.time(), StepReport(snapshot=None)) is False
+        assert runner.status == "ok"
+        assert [r["event"] for r in read_audit(cfg.audit_path) if r.get("phase") == "event"][-1] == "recovered"
+    finally:
+        d.close()
