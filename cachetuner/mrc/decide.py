@@ -136,6 +136,14 @@ class MRCControlSettings(BaseModel):
         "cache that has not filled its limit hits as often as with any larger one, so the empty part is memory paid "
         "for nothing (cachetuner.mrc.fill). Only decide_after applies it (it needs the interval's metrics). null = off"
     )
+    fill_amortized: bool = Field(
+        False, description="the fill cap weighs the memory it holds back over payback_intervals intervals, not one, "
+        "against the two config changes it costs: a cap set once holds while the cache fills, often for many "
+        "intervals, and every other move of the rule (free growth's switch, a move's payback) is amortised over "
+        "payback_intervals. One interval was a bar memory never cleared at cheap-backend prices (441 MiB held for "
+        "an interval is worth less than a miss), so a cache filling 9 MiB of a 450 MiB limit paid for the whole "
+        "limit for the whole trace (Corda: 1-2 % costlier than static-default on five audits)"
+    )
     cold_growth: float | None = Field(
         1.25, gt=1, description="until the curves are first ready (min_weight) after the controller starts, and for at "
         "least confirm intervals (a curve one interval old holds no reuse longer than one interval), a cache that is "
@@ -219,7 +227,8 @@ class MRCDecider:
     def __init__(self, settings: MRCControlSettings | None = None) -> None:
         self.settings = settings or MRCControlSettings()
         h = self.settings.fill_headroom
-        self.fill = FillCap(h) if h is not None else None
+        horizon = self.settings.payback_intervals if self.settings.fill_amortized else 1.0
+        self.fill = FillCap(h, horizon_intervals=horizon) if h is not None else None
         self.reset()
 
     def reset(self, warm: bool = False, start: RedisConfig | None = None) -> None:

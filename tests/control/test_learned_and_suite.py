@@ -62,7 +62,7 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     trained_around = {"min_weight": 500.0, "free_shrink": 1.25, "fill_headroom": 2.0, "cold_growth": 1.25,
                       "cold_free_growth": 0.25, "cold_memory_bound": 2.0, "policy_sustained_gain": 0.01,
                       "free_growth_amortized": True, "free_shrink_min_gets": None, "cold_return_waits": False,
-                      "regrow_guard": False}
+                      "regrow_guard": False, "fill_amortized": False}
     art = load_policy("default")
     raw_anchor = art.raw_config["env"]["mrc"]["anchor"]
     assert set(raw_anchor) == set(MRCControlSettings.model_fields)  # pinned field by field, not by default

@@ -140,3 +140,46 @@ def test_the_cap_lifts_when_writes_are_refused() -> None:
     snap = _snap(first, maxmemory=first)
     snap.rejected_writes = 3
     assert cap.apply(INTENDED, snap, SPACE).maxmemory == INTENDED.maxmemory
+
+
+@pytest.mark.parametrize(("miss", "horizon", "capped"), [
+    (0.00002, 1.0, False),   # cheap-backend, one interval: 470 MiB for 10 s (~$2e-5) < two changes ($4e-5)
+    (0.00002, 30.0, True),   # the same memory over payback_intervals pays for them 15 times over
+    (0.002, 30.0, False),    # list prices: a change is a model call; 30 intervals of the memory do not pay for two
+])  # fmt: skip
+def test_an_amortized_cap_weighs_the_memory_over_its_horizon(miss: float, horizon: float, capped: bool) -> None:
+    """``mrc.fill_amortized``: a cap set once holds while the cache fills, so the memory it holds back is weighed
+    over ``horizon_intervals`` (payback_intervals) against the two changes, not over one interval."""
+    from cachetuner.mrc import Prices
+
+    prices = Prices(memory_per_gib_hour=0.016, miss=miss, switch=miss, interval_s=10)
+    out = FillCap(headroom_intervals=2.0, horizon_intervals=horizon).apply(INTENDED, _snap(40 * MiB), SPACE, prices)
+    assert (out.maxmemory < INTENDED.maxmemory) is capped
+
+
+def test_fill_amortized_sets_the_caps_horizon_to_payback_intervals() -> None:
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+
+    on = MRCDecider(MRCControlSettings(fill_amortized=True, payback_intervals=12.0))
+    assert on.fill is not None and on.fill.horizon_intervals == 12.0
+    off = MRCDecider(MRCControlSettings(fill_amortized=False))
+    assert off.fill is not None and off.fill.horizon_intervals == 1.0
+
+
+def test_an_amortized_cap_lifted_by_evictions_follows_only_falling_usage_back_down() -> None:
+    """Over a 30-interval horizon, lowering a lifted limit to the bytes in use would pay, and at 1,000 req/s such a
+    re-cap on a swing of the insert rate evicted again in the next interval (the cap flip-flopped; audit 2's
+    orm-night cell at cheap-backend, +6.8 %): while usage grows, lowering the limit must pay within one interval
+    as before; when usage falls (expired keys) the horizon applies."""
+    from cachetuner.mrc import Prices
+
+    prices = Prices(memory_per_gib_hour=0.016, miss=0.00002, switch=0.00002, interval_s=10)
+    cap = FillCap(headroom_intervals=2.0, horizon_intervals=30.0)
+    first = cap.apply(INTENDED, _snap(40 * MiB), SPACE, prices).maxmemory
+    assert first < INTENDED.maxmemory
+    lifted = cap.apply(INTENDED, _snap(first, maxmemory=first, evictions=500), SPACE, prices).maxmemory
+    assert lifted == INTENDED.maxmemory  # the headroom was outrun
+    grows = cap.apply(INTENDED, _snap(first + 4 * MiB, maxmemory=lifted), SPACE, prices).maxmemory
+    assert grows == INTENDED.maxmemory  # usage still grows: no re-cap
+    falls = cap.apply(INTENDED, _snap(30 * MiB, maxmemory=grows), SPACE, prices).maxmemory
+    assert falls < INTENDED.maxmemory  # usage fell: the cap follows it down
