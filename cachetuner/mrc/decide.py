@@ -137,12 +137,15 @@ class MRCControlSettings(BaseModel):
         "for nothing (cachetuner.mrc.fill). Only decide_after applies it (it needs the interval's metrics). null = off"
     )
     fill_amortized: bool = Field(
-        False, description="the fill cap weighs the memory it holds back over payback_intervals intervals, not one, "
+        True, description="the fill cap weighs the memory it holds back over payback_intervals intervals, not one, "
         "against the two config changes it costs: a cap set once holds while the cache fills, often for many "
         "intervals, and every other move of the rule (free growth's switch, a move's payback) is amortised over "
         "payback_intervals. One interval was a bar memory never cleared at cheap-backend prices (441 MiB held for "
         "an interval is worth less than a miss), so a cache filling 9 MiB of a 450 MiB limit paid for the whole "
-        "limit for the whole trace (Corda: 1-2 % costlier than static-default on five audits)"
+        "limit for the whole trace (Corda: 1-2 % costlier than static-default on five audits). Lowering the limit on "
+        "a swing of the insert rate (not the first reading, usage not falling) still needs one interval to pay. Adopted "
+        "2026-12-04 by the rule written in experiments/suite-audit-12.yaml before its run (docs/control.md). False: "
+        "the cap before (one interval everywhere)"
     )
     cold_growth: float | None = Field(
         1.25, gt=1, description="until the curves are first ready (min_weight) after the controller starts, and for at "
