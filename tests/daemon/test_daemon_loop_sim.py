@@ -321,8 +321,10 @@ def test_observe_first_a_dry_run_warms_the_curves_the_tuning_daemon_resumes(tmp_
     """Deploying in two steps: a daemon with ``dry_run: true`` decides and logs but applies nothing, while its curves
     watch the traffic and its checkpoint is written; the tuning daemon started after it (same policy, settings and
     bounds; ``dry_run`` is not part of the checkpoint's key) resumes from that state. Its first decisions are made on
-    the curves' evidence, not the cold phase's bets: on the same target a cold daemon grows the operator's 24 MB to
-    36 and 40 MB and then shrinks it back to ~23.5 MB, while the resumed one keeps 24 MB (within the band)."""
+    the curves' evidence, not the cold phase's bets: on the same target a cold daemon grows the operator's 24 MB
+    (cold growth to 36 MB, which the fill cap holds at 30 MB while the cache fills; before the cap weighed its memory
+    over payback_intervals, 2026-12-04, it went 36, 40, then back to ~23.5 MB), while the resumed one keeps 24 MB
+    (within the band)."""
     def run(state: str, iterations: int, dry_run: bool) -> tuple[Any, DaemonConfig]:
         cfg = make_cfg(tmp_path / state, policy={"name": "mrc", "checkpoint_intervals": 2}, max_iterations=iterations,
                        dry_run=dry_run)
@@ -344,7 +346,7 @@ def test_observe_first_a_dry_run_warms_the_curves_the_tuning_daemon_resumes(tmp_
     tuned, cfg = run("s", 3, dry_run=False)
     assert tuned.controller.decider._seen == seen + 3  # resumed, not cold
     _, cold_cfg = run("cold", 3, dry_run=False)
-    assert len(changes(cold_cfg)) == 3 and max(changes(cold_cfg)) >= 36 * MB  # the cold phase's bets
+    assert changes(cold_cfg) and max(changes(cold_cfg)) >= 30 * MB  # the cold phase's bets
     assert changes(cfg) == []
 
 
