@@ -71,7 +71,8 @@ class FillCap:
         """The config to run: ``intended`` with ``maxmemory`` capped while the cache is filling. With
         ``prices``, the cap holds back memory only when ``horizon_intervals`` intervals of it pay for ``2 x`` a
         config change (at list prices a GiB-hour of RAM is worth a few model calls, so a cap would cost more in
-        changes than it saves), and lowers the limit in force only on the same condition."""
+        changes than it saves), and lowers the limit in force only on the same condition, weighed over one interval
+        unless it is the first reading or usage fell (see the comment at that test)."""
         # the size meant last time; before the first call, the limit the cache ran at (a growth at the very first
         # decision, such as cold growth's, is a growth too)
         before = int(snap.maxmemory) if self._intended is None else int(self._intended.maxmemory)
