@@ -75,12 +75,12 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     # (experiments/suite-audit-6.yaml's rule): the evaluation env's anchor differs from the training one in those
     # fields only, and is mrc's rule as it ships
     run_with = art.env_config.mrc.anchor
+    # and with mrc's fill cap that weighs its memory over payback_intervals (fill_amortized) since
+    # experiments/suite-audit-13.yaml's rule (2026-12-04, after mrc got it by suite-audit-12.yaml's)
     assert run_with == art.train_env_config.mrc.anchor.model_copy(
-        update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True})
-    # mrc's fill cap weighs its memory over payback_intervals since experiments/suite-audit-12.yaml's rule
-    # (2026-12-04); the policy's anchor pins the cap as it was (fill_amortized: false), not confirmed for it
-    assert run_with == MRCControlSettings(fill_amortized=False)
-    assert MRCControlSettings().fill_amortized
+        update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True,
+                "fill_amortized": True})
+    assert run_with == MRCControlSettings()
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5
     follows = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1,
