@@ -71,6 +71,8 @@ def run_ab(
     ``inconclusive (horizon not reached)`` whatever the data say.
     """
     check_ttl_arms(cfg, source)
+    if env_override is not None:
+        arm_env_config(cfg, env_override, source)  # a bad command-line value fails now, not after an arm is trained
     for arm in (cfg.control, cfg.treatment):
         ensure_model(arm, tracking_uri=tracking_uri)
     env_cfg = arm_env_config(cfg, env_override, source)
