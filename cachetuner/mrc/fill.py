@@ -118,7 +118,7 @@ class FillCap:
         return used + max(self.headroom_intervals * inserts, self.min_share * used)
 
     @staticmethod
-    def _pays(prices: Prices | None, held: float, lower: float, intervals: float = 1.0) -> bool:
+    def _pays(prices: Prices | None, held: float, lower: float, intervals: float) -> bool:
         """Whether lowering the limit from ``held`` to ``lower`` saves, over ``intervals`` intervals, twice the
         change's price."""
         if prices is None:
