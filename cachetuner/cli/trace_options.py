@@ -38,7 +38,7 @@ TraceOpt = Annotated[
     str,
     typer.Option(
         "--trace",
-        help="Trace file (.zst ok), synthetic:NAME, bundled:NAME, or a workload .yaml "
+        help="Trace file (.zst/.gz/.xz/.bz2 ok), synthetic:NAME, bundled:NAME, or a workload .yaml "
         "({synthetic: NAME, params: {...}}). See `cachetuner trace formats`.",
     ),
 ]

@@ -11,7 +11,7 @@ from cachetuner.traces.assemble import ReadOptions
 from cachetuner.traces.base import FORMATS, TraceReader, get_reader, list_formats
 from cachetuner.traces.bundled import bundled_trace_format, bundled_trace_path
 from cachetuner.traces.sizes import parse_size_model
-from cachetuner.traces.streams import ProgressFn, read_head
+from cachetuner.traces.streams import ProgressFn, read_head, strip_compression_suffix
 from cachetuner.traces.trace import Trace
 
 WORKLOAD_FILE_SUFFIXES = (".yaml", ".yml")
@@ -19,13 +19,8 @@ WORKLOAD_FILE_SUFFIXES = (".yaml", ".yml")
 BUNDLED_PREFIX = "bundled:"
 
 
-def _strip_zst(name: str) -> str:
-    name = name.lower()
-    return name[: -len(".zst")] if name.endswith(".zst") else name
-
-
 def _names_format(name: str, ext: str) -> bool:
-    """Whether a (lower-case, ``.zst``-stripped) file name carries the format's extension: at its end, or as whole
+    """Whether a (lower-case, compression-suffix-stripped) file name carries the format's extension: at its end, or as whole
     dotted parts inside it, as in the public libCacheSim collections' ``cluster52.oracleGeneral.sample10.zst``
     (a sampled copy) and ``w01.oracleGeneral.bin.zst``."""
     return name.endswith(ext) or f"{ext}." in name
@@ -33,7 +28,7 @@ def _names_format(name: str, ext: str) -> bool:
 
 def detect_format(path: Path) -> TraceReader:
     """Pick the reader by extension, else by content; refuse to guess when more than one fits."""
-    name = _strip_zst(path.name)
+    name = strip_compression_suffix(path.name)
     by_ext = [r for r in FORMATS.values() if any(_names_format(name, ext) for ext in r.extensions)]
     if len(by_ext) == 1:
         return by_ext[0]
@@ -71,7 +66,7 @@ def read_trace(
     """Read a trace file or generate a synthetic workload.
 
     Args:
-        path_or_spec: a trace file (``.zst`` is decompressed on the fly), ``synthetic:NAME``,
+        path_or_spec: a trace file (zstd, gzip, xz and bzip2 are decompressed on the fly), ``synthetic:NAME``,
             ``bundled:NAME`` (a trace shipped with the package), or a workload YAML file
             ``{synthetic: NAME, params: {...}}``.
         format: a name from :data:`FORMATS`, or ``auto`` (extension, then content sniffing; an

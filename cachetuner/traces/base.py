@@ -23,7 +23,7 @@ class TraceReader(Protocol):
 
     Attributes:
         name: the ``--format`` name.
-        extensions: file-name endings (without ``.zst``) that identify the format unambiguously;
+        extensions: file-name endings (without a compression suffix such as ``.zst``) that identify the format unambiguously;
             empty when the extension is shared with other formats.
         description: one line for ``cachetuner trace formats``.
     """
@@ -42,7 +42,7 @@ class TraceReader(Protocol):
         ...
 
     def read(self, path: Path, opts: ReadOptions) -> Trace:
-        """Parse ``path`` (possibly ``.zst``) into a Trace; malformed input raises a one-line TraceError."""
+        """Parse ``path`` (possibly compressed: zstd, gzip, xz, bzip2) into a Trace; malformed input raises a one-line TraceError."""
         ...
 
 

@@ -1,4 +1,8 @@
-"""Byte and line streams over trace files, with transparent zstd and exact error positions.
+"""Byte and line streams over trace files, with transparent decompression and exact error positions.
+
+Compressed files are recognised by their magic number, not their name, and streamed: zstd (the libCacheSim
+collections' ``.zst``), gzip, xz and bzip2 (the Caffeine simulator's public traces ship as ``.gz`` and ``.xz``).
+A compressed file read as raw records would parse as garbage keys, so none is ever read undecompressed.
 
 Readers never hold a whole file as Python objects: text is handed out in chunks of lines (each
 chunk parsed by numpy), binary files in chunks of whole records. Every chunk carries the position
@@ -7,7 +11,11 @@ of its first line / byte so a parse error can name the exact line or offset.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +28,10 @@ from cachetuner.resources import format_bytes, memory_available
 ProgressFn = Callable[[int, int], None]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: magic numbers of the other compressions streamed transparently (stdlib codecs), with the name errors use
+COMPRESSIONS = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"BZh": "bzip2"}
+#: file-name endings of compressed files, stripped before a format is picked by extension
+COMPRESSED_SUFFIXES = (".zst", ".gz", ".xz", ".bz2")
 TEXT_CHUNK_LINES = 1 << 18
 BINARY_CHUNK_BYTES = 1 << 24
 #: Peak memory of reading one request into a Trace (the raw chunk, the parsed columns, the dense-id pass and the
@@ -88,17 +100,49 @@ def is_zstd(path: Path) -> bool:
         return f.read(4) == ZSTD_MAGIC
 
 
+def compression(head: bytes) -> str | None:
+    """The compression a file's first bytes announce (``zstd``, ``gzip``, ``xz``, ``bzip2``), or None."""
+    if head[:4] == ZSTD_MAGIC:
+        return "zstd"
+    return next((name for magic, name in COMPRESSIONS.items() if head.startswith(magic)), None)
+
+
+def strip_compression_suffix(name: str) -> str:
+    """``name`` in lower case without a compressed file's ending (``w01.oraclegeneral.bin.zst`` -> ``...bin``)."""
+    name = name.lower()
+    return next((name[: -len(x)] for x in COMPRESSED_SUFFIXES if name.endswith(x)), name)
+
+
+def compression_of(path: Path) -> str | None:
+    """The compression of the file at ``path`` (see :func:`compression`)."""
+    with open(path, "rb") as f:
+        return compression(f.read(8))
+
+
+def decompression_error(e: BaseException) -> bool:
+    """Whether ``e``, raised while reading a decompressing stream, says the compressed data is corrupt or cut short."""
+    return type(e).__name__ == "ZstdError" or isinstance(e, (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile)) or (
+        isinstance(e, OSError) and "data stream" in str(e))  # bz2: "Invalid data stream"
+
+
 def open_binary(path: Path, progress: ProgressFn | None = None) -> BinaryIO:
-    """Open ``path`` for reading decompressed bytes; ``.zst`` (by magic number) is streamed."""
+    """Open ``path`` for reading decompressed bytes; zstd, gzip, xz and bzip2 (by magic number) are streamed."""
     if not path.is_file():
         raise TraceError(f"{path}: trace file not found")
     total = path.stat().st_size
     counting = _CountingReader(open(path, "rb"), total, progress)  # noqa: SIM115
     buffered = io.BufferedReader(counting, buffer_size=1 << 20)
-    if buffered.peek(4)[:4] == ZSTD_MAGIC:
+    kind = compression(buffered.peek(8)[:8])
+    if kind == "zstd":
         import zstandard
 
         return zstandard.ZstdDecompressor().stream_reader(buffered, read_size=1 << 20, closefd=True)  # type: ignore[return-value]
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
+    if kind == "xz":
+        return lzma.LZMAFile(buffered, mode="rb")  # type: ignore[return-value]
+    if kind == "bzip2":
+        return bz2.BZ2File(buffered, mode="rb")  # type: ignore[return-value]
     return buffered
 
 
@@ -107,8 +151,10 @@ def read_head(path: Path, n: int = 4096) -> bytes:
     with open_binary(path) as f:
         try:
             return f.read(n)
-        except Exception as e:  # zstandard.ZstdError on a corrupt frame
-            raise TraceError(f"{path}: cannot decompress ({e})") from None
+        except Exception as e:  # a corrupt frame (zstandard.ZstdError, lzma.LZMAError, ...)
+            if decompression_error(e):
+                raise TraceError(f"{path}: cannot decompress the {compression_of(path)} stream ({e})") from None
+            raise
 
 
 @dataclass(frozen=True)
@@ -142,9 +188,9 @@ def iter_lines(
                 line_no += len(lines)
         except TraceError:
             raise
-        except Exception as e:  # zstandard.ZstdError on a corrupt or truncated frame
-            if type(e).__name__ == "ZstdError":
-                raise TraceError(f"{path}: corrupt zstd stream near line {line_no} ({e})") from None
+        except Exception as e:  # a corrupt or truncated compressed stream
+            if decompression_error(e):
+                raise TraceError(f"{path}: corrupt {compression_of(path)} stream near line {line_no} ({e})") from None
             raise
 
 
@@ -183,15 +229,15 @@ def iter_records(
         while True:
             try:
                 data = f.read(chunk_bytes)
-                # zstd stream_reader may return short reads before EOF: top up to whole records.
+                # a decompressing reader may return short reads before EOF: top up to whole records.
                 while data and len(data) % record_size:
                     more = f.read(record_size - len(data) % record_size)
                     if not more:
                         break
                     data += more
             except Exception as e:
-                if type(e).__name__ == "ZstdError":
-                    raise TraceError(f"{path}: corrupt zstd stream near byte offset {offset} ({e})") from None
+                if decompression_error(e):
+                    raise TraceError(f"{path}: corrupt {compression_of(path)} stream near byte offset {offset} ({e})") from None
                 raise
             if not data:
                 return

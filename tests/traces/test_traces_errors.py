@@ -238,3 +238,33 @@ def test_a_trace_too_large_for_memory_stops_with_a_limit_hint(monkeypatch: pytes
     assert "pass --limit (at most ~400,000 requests)" in msg
     monkeypatch.setattr(streams, "memory_available", lambda: None)  # unknown (not Linux): no guard
     assert len(read_trace(orm, "raw-be-i4", limit=1_000_000)) == 1_000_000
+
+
+
+@pytest.mark.parametrize("codec,suffix", [("gzip", ".gz"), ("xz", ".xz"), ("bzip2", ".bz2")])
+def test_gzip_xz_bzip2_are_decompressed_by_magic_number(tmp_path: Path, codec: str, suffix: str) -> None:
+    """The Caffeine simulator's public traces ship as .gz and .xz: read undecompressed, their bytes would parse as
+    garbage keys (a silent wrong trace), so the codec is recognised by its magic number, whatever the name."""
+    import bz2
+    import gzip
+    import lzma
+
+    compress = {"gzip": gzip.compress, "xz": lzma.compress, "bzip2": bz2.compress}[codec]
+
+    def put(name: str, data: bytes) -> Path:
+        p = tmp_path / name
+        p.write_bytes(data)
+        return p
+
+    keys = np.array([5, 7, 5, 9, 7, 5] * 500, dtype=">i4")
+    plain = read_trace(put("keys.raw", keys.tobytes()), "raw-be-i4")
+    for name in (f"keys{suffix}", "keys.bin"):
+        tr = read_trace(put(name, compress(keys.tobytes())), "raw-be-i4")
+        assert len(tr) == keys.size and np.array_equal(tr.keys, plain.keys), (codec, name)
+    # the format is still picked by the extension under the compression suffix (ARC's .lis)
+    arc = read_trace(put(f"p.lis{suffix}", compress(b"10 1 0 1\n20 2 0 2\n10 1 0 3\n")))
+    assert arc.meta["format"] == "arc" and len(arc) == 4
+    # cut short: one line naming the file and the codec, never a traceback or a shorter trace
+    cut = put("cut.trace", compress(b"1\n2\n3\n" * 20000)[:-40])
+    msg = _err(read_trace, cut, "lirs")
+    assert str(cut) in msg and codec in msg
