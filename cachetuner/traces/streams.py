@@ -28,8 +28,8 @@ from cachetuner.resources import format_bytes, memory_available
 ProgressFn = Callable[[int, int], None]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-#: magic numbers of the other compressions streamed transparently (stdlib codecs), with the name errors use
-COMPRESSIONS = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"BZh": "bzip2"}
+#: the xz container's magic number (6 bytes: no raw key file starts with it by chance)
+XZ_MAGIC = b"\xfd7zXZ\x00"
 #: file-name endings of compressed files, stripped before a format is picked by extension
 COMPRESSED_SUFFIXES = (".zst", ".gz", ".xz", ".bz2")
 TEXT_CHUNK_LINES = 1 << 18
@@ -101,10 +101,20 @@ def is_zstd(path: Path) -> bool:
 
 
 def compression(head: bytes) -> str | None:
-    """The compression a file's first bytes announce (``zstd``, ``gzip``, ``xz``, ``bzip2``), or None."""
+    """The compression a file's first (10) bytes announce (``zstd``, ``gzip``, ``xz``, ``bzip2``), or None.
+
+    Why more than the two-byte gzip and three-byte bzip2 magic: a raw key file is arbitrary bytes, and one whose first
+    key happens to start with ``1f 8b`` must not be taken for gzip. gzip also needs method 8 (deflate, the only one)
+    and no reserved flag bit; bzip2 a block size digit and the first block's (or the empty stream's) magic."""
     if head[:4] == ZSTD_MAGIC:
         return "zstd"
-    return next((name for magic, name in COMPRESSIONS.items() if head.startswith(magic)), None)
+    if head[:6] == XZ_MAGIC:
+        return "xz"
+    if head[:3] == b"\x1f\x8b\x08" and len(head) > 3 and not head[3] & 0xE0:
+        return "gzip"
+    if head[:3] == b"BZh" and head[3:4] in {bytes([c]) for c in b"123456789"} and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90"):
+        return "bzip2"
+    return None
 
 
 def strip_compression_suffix(name: str) -> str:
@@ -116,7 +126,7 @@ def strip_compression_suffix(name: str) -> str:
 def compression_of(path: Path) -> str | None:
     """The compression of the file at ``path`` (see :func:`compression`)."""
     with open(path, "rb") as f:
-        return compression(f.read(8))
+        return compression(f.read(10))
 
 
 def decompression_error(e: BaseException) -> bool:
@@ -132,7 +142,7 @@ def open_binary(path: Path, progress: ProgressFn | None = None) -> BinaryIO:
     total = path.stat().st_size
     counting = _CountingReader(open(path, "rb"), total, progress)  # noqa: SIM115
     buffered = io.BufferedReader(counting, buffer_size=1 << 20)
-    kind = compression(buffered.peek(8)[:8])
+    kind = compression(buffered.peek(10)[:10])
     if kind == "zstd":
         import zstandard
 

@@ -268,3 +268,18 @@ def test_gzip_xz_bzip2_are_decompressed_by_magic_number(tmp_path: Path, codec: s
     cut = put("cut.trace", compress(b"1\n2\n3\n" * 20000)[:-40])
     msg = _err(read_trace, cut, "lirs")
     assert str(cut) in msg and codec in msg
+
+
+def test_a_raw_key_file_that_starts_like_gzip_or_bzip2_is_read_as_keys(tmp_path: Path) -> None:
+    """Only the full magic counts: a raw key file is arbitrary bytes, and a first key of 0x1f8b.... or one spelling
+    'BZh9' is a key, not a compressed stream."""
+    from cachetuner.traces.streams import compression
+
+    for first in (0x1F8B0000, 0x1F8B08E0, int.from_bytes(b"BZh9", "big")):  # method 0; reserved flags; no block magic
+        keys = np.array([first, 3, 4, first], dtype=">u4")
+        p = tmp_path / f"k{first}.bin"
+        p.write_bytes(keys.tobytes())
+        assert compression(p.read_bytes()[:10]) is None
+        tr = read_trace(p, "raw-be-u4")
+        assert len(tr) == 4 and tr.keys[0] == tr.keys[3] != tr.keys[1]
+
