@@ -11,7 +11,7 @@ from cachetuner.traces.assemble import ReadOptions
 from cachetuner.traces.base import FORMATS, TraceReader, get_reader, list_formats
 from cachetuner.traces.bundled import bundled_trace_format, bundled_trace_path
 from cachetuner.traces.sizes import parse_size_model
-from cachetuner.traces.streams import ProgressFn, read_head, strip_compression_suffix
+from cachetuner.traces.streams import ProgressFn, compression_of, read_head, strip_compression_suffix
 from cachetuner.traces.trace import Trace
 
 WORKLOAD_FILE_SUFFIXES = (".yaml", ".yml")
@@ -115,4 +115,8 @@ def read_trace(
         raise TraceError(f"{path}: trace file not found")
     if path.stat().st_size == 0:
         raise TraceError(f"{path}: empty file")
-    return reader.read(path, opts)
+    trace = reader.read(path, opts)
+    kind = compression_of(path)
+    if kind is not None:
+        trace.meta["compression"] = kind  # `trace info` shows it: the user sees the file was decompressed
+    return trace

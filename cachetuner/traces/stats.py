@@ -27,6 +27,7 @@ def summarize(trace: Trace) -> dict:
     return {
         "name": trace.name,
         "format": trace.meta.get("format"),
+        "compression": trace.meta.get("compression"),
         "requests": n,
         "unique_keys": trace.n_keys,
         "duration_s": duration,

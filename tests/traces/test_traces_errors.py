@@ -261,6 +261,7 @@ def test_gzip_xz_bzip2_are_decompressed_by_magic_number(tmp_path: Path, codec: s
     for name in (f"keys{suffix}", "keys.bin"):
         tr = read_trace(put(name, compress(keys.tobytes())), "raw-be-i4")
         assert len(tr) == keys.size and np.array_equal(tr.keys, plain.keys), (codec, name)
+        assert tr.meta["compression"] == codec and "compression" not in plain.meta
     # the format is still picked by the extension under the compression suffix (ARC's .lis)
     arc = read_trace(put(f"p.lis{suffix}", compress(b"10 1 0 1\n20 2 0 2\n10 1 0 3\n")))
     assert arc.meta["format"] == "arc" and len(arc) == 4
