@@ -95,11 +95,6 @@ class _CountingReader(io.RawIOBase):
         super().close()
 
 
-def is_zstd(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(4) == ZSTD_MAGIC
-
-
 def compression(head: bytes) -> str | None:
     """The compression a file's first (10) bytes announce (``zstd``, ``gzip``, ``xz``, ``bzip2``), or None.
 
@@ -112,7 +107,7 @@ def compression(head: bytes) -> str | None:
         return "xz"
     if head[:3] == b"\x1f\x8b\x08" and len(head) > 3 and not head[3] & 0xE0:
         return "gzip"
-    if head[:3] == b"BZh" and head[3:4] in {bytes([c]) for c in b"123456789"} and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90"):
+    if head[:3] == b"BZh" and len(head) >= 10 and 0x31 <= head[3] <= 0x39 and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90"):
         return "bzip2"
     return None
 

@@ -240,7 +240,6 @@ def test_a_trace_too_large_for_memory_stops_with_a_limit_hint(monkeypatch: pytes
     assert len(read_trace(orm, "raw-be-i4", limit=1_000_000)) == 1_000_000
 
 
-
 @pytest.mark.parametrize("codec,suffix", [("gzip", ".gz"), ("xz", ".xz"), ("bzip2", ".bz2")])
 def test_gzip_xz_bzip2_are_decompressed_by_magic_number(tmp_path: Path, codec: str, suffix: str) -> None:
     """The Caffeine simulator's public traces ship as .gz and .xz: read undecompressed, their bytes would parse as
@@ -283,4 +282,3 @@ def test_a_raw_key_file_that_starts_like_gzip_or_bzip2_is_read_as_keys(tmp_path:
         assert compression(p.read_bytes()[:10]) is None
         tr = read_trace(p, "raw-be-u4")
         assert len(tr) == 4 and tr.keys[0] == tr.keys[3] != tr.keys[1]
-
