@@ -57,7 +57,7 @@ def info(
     avail = "unknown" if mem["available_bytes"] is None else format_bytes(mem["available_bytes"])
     table = Table(title=f"trace {s['name']}", show_header=False)
     rows = [
-        ("format", s["format"] if not s["compression"] else f"{s['format']} ({s['compression']}-compressed)"),
+        ("format", s["format"] if not s["stored"] else f"{s['format']} ({s['stored']})"),
         ("requests", f"{s['requests']:,}"),
         ("unique keys", f"{s['unique_keys']:,}"),
         ("duration", f"{s['duration_s']:,.1f} s ({s['timing']})"),

@@ -11,7 +11,7 @@ from cachetuner.traces.assemble import ReadOptions
 from cachetuner.traces.base import FORMATS, TraceReader, get_reader, list_formats
 from cachetuner.traces.bundled import bundled_trace_format, bundled_trace_path
 from cachetuner.traces.sizes import parse_size_model
-from cachetuner.traces.streams import ProgressFn, compression_of, read_head, strip_compression_suffix
+from cachetuner.traces.streams import ProgressFn, not_a_file, read_head, source_of, strip_compression_suffix
 from cachetuner.traces.trace import Trace
 
 WORKLOAD_FILE_SUFFIXES = (".yaml", ".yml")
@@ -28,12 +28,13 @@ def _names_format(name: str, ext: str) -> bool:
 
 def detect_format(path: Path) -> TraceReader:
     """Pick the reader by extension, else by content; refuse to guess when more than one fits."""
-    name = strip_compression_suffix(path.name)
+    member = source_of(path).member if path.is_file() else None
+    name = strip_compression_suffix(member.name if member else path.name)  # an archive: the name of the file in it
     by_ext = [r for r in FORMATS.values() if any(_names_format(name, ext) for ext in r.extensions)]
     if len(by_ext) == 1:
         return by_ext[0]
     if not path.is_file():
-        raise TraceError(f"{path}: trace file not found")
+        raise not_a_file(path)
     head = read_head(path)
     if not head:
         raise TraceError(f"{path}: empty file")
@@ -66,7 +67,8 @@ def read_trace(
     """Read a trace file or generate a synthetic workload.
 
     Args:
-        path_or_spec: a trace file (zstd, gzip, xz and bzip2 are decompressed on the fly), ``synthetic:NAME``,
+        path_or_spec: a trace file (zstd, gzip, xz and bzip2 are decompressed on the fly; a tar or zip archive of one
+            file is read as that file), ``synthetic:NAME``,
             ``bundled:NAME`` (a trace shipped with the package), or a workload YAML file
             ``{synthetic: NAME, params: {...}}``.
         format: a name from :data:`FORMATS`, or ``auto`` (extension, then content sniffing; an
@@ -112,11 +114,15 @@ def read_trace(
         raise TraceError(f"{path}: --format synthetic needs synthetic:NAME or a workload .yaml file")
     reader = detect_format(path) if format == "auto" else get_reader(format)
     if not path.is_file():
-        raise TraceError(f"{path}: trace file not found")
+        raise not_a_file(path)
     if path.stat().st_size == 0:
         raise TraceError(f"{path}: empty file")
     trace = reader.read(path, opts)
-    kind = compression_of(path)
-    if kind is not None:
-        trace.meta["compression"] = kind  # `trace info` shows it: the user sees the file was decompressed
+    source = source_of(path)
+    if source.compression or source.member_compression:
+        trace.meta["compression"] = source.compression or source.member_compression
+    if source.member is not None:
+        trace.meta["archive"], trace.meta["member"] = source.member.archive, source.member.name
+    if source.describe():
+        trace.meta["stored"] = source.describe()  # `trace info` shows it: the user sees what was unpacked
     return trace

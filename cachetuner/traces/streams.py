@@ -2,7 +2,8 @@
 
 Compressed files are recognised by their magic number, not their name, and streamed: zstd (the libCacheSim
 collections' ``.zst``), gzip, xz and bzip2 (the Caffeine simulator's public traces ship as ``.gz`` and ``.xz``).
-A compressed file read as raw records would parse as garbage keys, so none is ever read undecompressed.
+A compressed file read as raw records would parse as garbage keys, so none is ever read undecompressed. For the
+same reason a tar or zip archive is opened and its one trace file read (:mod:`cachetuner.traces.archives`).
 
 Readers never hold a whole file as Python objects: text is handed out in chunks of lines (each
 chunk parsed by numpy), binary files in chunks of whole records. Every chunk carries the position
@@ -15,6 +16,8 @@ import bz2
 import gzip
 import io
 import lzma
+import tarfile
+import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from typing import IO, BinaryIO
 
 from cachetuner.errors import TraceError
 from cachetuner.resources import format_bytes, memory_available
+from cachetuner.traces.archives import ARCHIVE_SUFFIXES, Member, is_zip, untar, unzip
 
 #: Called with (compressed bytes consumed so far, total file bytes) while reading.
 ProgressFn = Callable[[int, int], None]
@@ -85,10 +89,19 @@ class _CountingReader(io.RawIOBase):
     def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
         n = self._raw.readinto(b)  # type: ignore[attr-defined]
         n = n or 0
-        self.consumed += n
+        self.consumed = self._raw.tell()  # the furthest byte read (a zip archive is read from its end first)
         if self._progress is not None:
             self._progress(self.consumed, self._total)
         return n
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
 
     def close(self) -> None:
         self._raw.close()
@@ -113,31 +126,39 @@ def compression(head: bytes) -> str | None:
 
 
 def strip_compression_suffix(name: str) -> str:
-    """``name`` in lower case without a compressed file's ending (``w01.oraclegeneral.bin.zst`` -> ``...bin``)."""
+    """``name`` in lower case without a compressed file's or an archive's ending (``w01.oraclegeneral.bin.zst`` ->
+    ``...bin``, ``p3.lis.tar.gz`` -> ``p3.lis``)."""
     name = name.lower()
-    return next((name[: -len(x)] for x in COMPRESSED_SUFFIXES if name.endswith(x)), name)
+    name = next((name[: -len(x)] for x in COMPRESSED_SUFFIXES if name.endswith(x)), name)
+    return next((name[: -len(x)] for x in ARCHIVE_SUFFIXES if name.endswith(x)), name)
 
 
-def compression_of(path: Path) -> str | None:
-    """The compression of the file at ``path`` (see :func:`compression`)."""
-    with open(path, "rb") as f:
-        return compression(f.read(10))
+@dataclass(frozen=True)
+class Source:
+    """How a trace file's bytes were stored: the compression around it, the archive member it is, and that member's
+    own compression (a zip of a ``.zst`` file). All None: a plain file."""
+
+    compression: str | None = None
+    member: Member | None = None
+    member_compression: str | None = None
+
+    def describe(self) -> str | None:
+        """``gzip-compressed``, ``tar member 'x.trace', gzip-compressed``; None for a plain file."""
+        packed = [c for c in (self.compression, self.member_compression) if c]
+        parts = ([f"{self.member.archive} member {self.member.name!r}"] if self.member else []) + [
+            f"{'+'.join(packed)}-compressed"] * bool(packed)
+        return ", ".join(parts) or None
+
+    def label(self) -> str | None:
+        """A short name of the stream for error messages: ``gzip``, ``gzip-compressed tar``, ``zip``; None: plain."""
+        if self.member is None:
+            return self.compression
+        inner = f"{self.member_compression} in " if self.member_compression else ""
+        outer = f"{self.compression}-compressed " if self.compression else ""
+        return f"{inner}{outer}{self.member.archive}"
 
 
-def decompression_error(e: BaseException) -> bool:
-    """Whether ``e``, raised while reading a decompressing stream, says the compressed data is corrupt or cut short."""
-    return type(e).__name__ == "ZstdError" or isinstance(e, (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile)) or (
-        isinstance(e, OSError) and "data stream" in str(e))  # bz2: "Invalid data stream"
-
-
-def open_binary(path: Path, progress: ProgressFn | None = None) -> BinaryIO:
-    """Open ``path`` for reading decompressed bytes; zstd, gzip, xz and bzip2 (by magic number) are streamed."""
-    if not path.is_file():
-        raise TraceError(f"{path}: trace file not found")
-    total = path.stat().st_size
-    counting = _CountingReader(open(path, "rb"), total, progress)  # noqa: SIM115
-    buffered = io.BufferedReader(counting, buffer_size=1 << 20)
-    kind = compression(buffered.peek(10)[:10])
+def _decompressed(kind: str | None, buffered: BinaryIO) -> BinaryIO:
     if kind == "zstd":
         import zstandard
 
@@ -149,6 +170,69 @@ def open_binary(path: Path, progress: ProgressFn | None = None) -> BinaryIO:
     if kind == "bzip2":
         return bz2.BZ2File(buffered, mode="rb")  # type: ignore[return-value]
     return buffered
+
+
+def not_a_file(path: Path) -> TraceError:
+    """The error for a trace path that is not a readable file."""
+    return TraceError(f"{path}: {'a directory, not a trace file' if path.is_dir() else 'trace file not found'}")
+
+
+def open_source(path: Path, progress: ProgressFn | None = None) -> tuple[BinaryIO, Source]:
+    """Open ``path`` for reading its trace bytes, and say how they were stored: zstd, gzip, xz and bzip2 (by magic
+    number) are streamed, and a tar or zip archive yields its one file (itself decompressed if compressed)."""
+    if not path.is_file():
+        raise not_a_file(path)
+    total = path.stat().st_size
+    counting = _CountingReader(open(path, "rb"), total, progress)  # noqa: SIM115
+    buffered = io.BufferedReader(counting, buffer_size=1 << 20)
+    head = buffered.peek(10)[:10]
+    kind = None if is_zip(head) else compression(head)
+    member: Member | None
+    try:
+        if is_zip(head):
+            data, member = unzip(path, buffered)  # type: ignore[arg-type]
+        else:
+            data, member = untar(path, _decompressed(kind, buffered))  # type: ignore[arg-type]
+        if member is None:
+            return data, Source(kind)
+        inner = compression(data.peek(10)[:10])  # type: ignore[attr-defined]
+        return _decompressed(inner, data), Source(kind, member, inner)
+    except Exception as e:
+        buffered.close()
+        if decompression_error(e):
+            what = " ".join(x for x in (kind, "tar" if isinstance(e, tarfile.TarError) else None) if x) or "zip"
+            raise TraceError(f"{path}: cannot read the {what} stream ({e})") from None
+        raise
+
+
+def open_binary(path: Path, progress: ProgressFn | None = None) -> BinaryIO:
+    """Open ``path`` for reading its trace bytes (see :func:`open_source`)."""
+    return open_source(path, progress)[0]
+
+
+def source_of(path: Path) -> Source:
+    """How the trace file at ``path`` is stored (see :func:`open_source`); reads no more than an archive's first
+    header."""
+    f, source = open_source(path)
+    f.close()
+    return source
+
+
+def compression_of(path: Path) -> str | None:
+    """The compression (and archive) of the file at ``path``, for error messages (``gzip``, ``gzip-compressed
+    tar``; see :meth:`Source.label`); None for a plain file."""
+    try:
+        return source_of(path).label()
+    except TraceError:
+        with open(path, "rb") as f:
+            return compression(f.read(10))
+
+
+def decompression_error(e: BaseException) -> bool:
+    """Whether ``e``, raised while reading a decompressing stream, says the compressed data is corrupt or cut short."""
+    return type(e).__name__ == "ZstdError" or isinstance(
+        e, (EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile, tarfile.TarError, zipfile.BadZipFile)) or (
+        isinstance(e, OSError) and "data stream" in str(e))  # bz2: "Invalid data stream"
 
 
 def read_head(path: Path, n: int = 4096) -> bytes:

@@ -282,3 +282,106 @@ def test_a_raw_key_file_that_starts_like_gzip_or_bzip2_is_read_as_keys(tmp_path:
         assert compression(p.read_bytes()[:10]) is None
         tr = read_trace(p, "raw-be-u4")
         assert len(tr) == 4 and tr.keys[0] == tr.keys[3] != tr.keys[1]
+
+
+def _tar(members: dict[str, bytes], codec: str = "") -> bytes:
+    """A tar archive (``codec``: '', 'gz', 'xz', 'bz2') of ``members``, in that order."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=f"w:{codec}") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["tar", "tar.gz", "tar.xz", "tar.bz2", "zip"])
+def test_an_archive_of_one_trace_file_is_read_as_that_file(tmp_path: Path, kind: str) -> None:
+    """Public traces also ship as .tar.gz and .zip. Read as raw keys, an archive's headers would be parsed as keys
+    without any error, so the archive is recognised by its magic (whatever its name) and its one file is read;
+    macOS's resource-fork clutter does not count as a second file."""
+    keys = np.array([5, 7, 5, 9, 7, 5] * 500, dtype=">i4")
+    members = {"__MACOSX/._keys.trace": b"\x00\x05\x16\x07junk", "keys.trace": keys.tobytes()}
+    if kind == "zip":
+        data = _zip(members)
+    else:
+        data = _tar({"._keys.trace": b"junk", "keys.trace": keys.tobytes()}, kind[4:])
+    for name in (f"keys.{kind}", "keys.bin"):
+        p = tmp_path / name
+        p.write_bytes(data)
+        tr = read_trace(p, "raw-be-i4")
+        assert len(tr) == keys.size and np.array_equal(tr.keys, read_trace(_raw(tmp_path, keys), "raw-be-i4").keys)
+        assert tr.meta["archive"] == kind[:3] and tr.meta["member"] == "keys.trace"
+        assert ("compression" in tr.meta) == (kind not in ("tar", "zip"))
+    # the format is picked by the name of the file inside when the archive's name says nothing (ARC's .lis)
+    arc_members = {"P9.lis": b"10 1 0 1\n20 2 0 2\n10 1 0 3\n"}
+    p = tmp_path / f"traces.{kind}"
+    p.write_bytes(_zip(arc_members) if kind == "zip" else _tar(arc_members, kind[4:]))
+    arc = read_trace(p)
+    assert arc.meta["format"] == "arc" and len(arc) == 4
+
+
+def _raw(tmp_path: Path, keys: np.ndarray) -> Path:
+    p = tmp_path / "plain.raw"
+    p.write_bytes(keys.tobytes())
+    return p
+
+
+def test_a_zip_of_a_compressed_trace_is_decompressed_too(tmp_path: Path) -> None:
+    keys = np.arange(1000, dtype=">i8") % 37
+    p = tmp_path / "w.zip"
+    p.write_bytes(_zip({"w.trace.zst": zstandard.ZstdCompressor().compress(keys.tobytes())}))
+    tr = read_trace(p, "raw-be-i8")
+    assert len(tr) == 1000 and tr.n_keys == 37 and tr.meta["compression"] == "zstd"
+    assert tr.meta["stored"] == "zip member 'w.trace.zst', zstd-compressed"
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_an_archive_of_several_files_is_refused_naming_them(tmp_path: Path, kind: str) -> None:
+    """Which file of several is the trace is the user's call: one line names them, never a guess or a silent
+    concatenation."""
+    members = {"a.trace": b"1\n2\n1\n", "b.trace": b"3\n4\n3\n", "README": b"about\n"}
+    p = tmp_path / f"many.{kind}"
+    p.write_bytes(_zip(members) if kind == "zip" else _tar(members, "gz"))
+    msg = _err(read_trace, p, "lirs")
+    assert str(p) in msg and "3 files" in msg and "'a.trace'" in msg and "extract" in msg
+
+
+def test_broken_or_empty_archives_fail_in_one_line(tmp_path: Path) -> None:
+    empty_zip = tmp_path / "e.zip"
+    empty_zip.write_bytes(_zip({}))
+    assert "no file in it" in _err(read_trace, empty_zip, "lirs")
+    cut_tar = tmp_path / "cut.tar"
+    cut_tar.write_bytes(_tar({"k.trace": b"1\n2\n3\n" * 5000})[:4000])
+    msg = _err(read_trace, cut_tar, "lirs")
+    assert str(cut_tar) in msg and "tar" in msg
+    cut_zip = tmp_path / "cut.zip"
+    cut_zip.write_bytes(_zip({"k.trace": b"1\n2\n3\n" * 5000})[:-30])  # the listing at the end is gone
+    assert "zip" in _err(read_trace, cut_zip, "lirs")
+    # an encrypted member: the general-purpose flag's bit 0, in the local header (offset 6) and the listing (offset 8)
+    enc = bytearray(_zip({"k.trace": b"1\n2\n"}))
+    central = enc.index(b"PK\x01\x02")
+    enc[6] |= 1
+    enc[central + 8] |= 1
+    locked = tmp_path / "locked.zip"
+    locked.write_bytes(bytes(enc))
+    msg = _err(read_trace, locked, "lirs")
+    assert "'k.trace'" in msg and "encrypted" in msg
+
+
+def test_a_directory_is_not_a_trace_file(tmp_path: Path) -> None:
+    assert "a directory, not a trace file" in _err(read_trace, tmp_path, "lirs")
