@@ -121,6 +121,8 @@ def evaluate_cmd(
             raise ConfigError("--history: with --suite the share comes from the suite's `history:`")
 
         res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address)
+        for note in res["notes"]:
+            console.print(f"note: {note}", highlight=False)
         if json_out:
             emit_json(res)
         else:

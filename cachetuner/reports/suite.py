@@ -32,6 +32,7 @@ from rich.console import Console
 from cachetuner.agent.config import TrainConfig
 from cachetuner.control import build_controllers
 from cachetuner.control.learned import PolicyArtifact, load_policy
+from cachetuner.env import EnvConfig
 from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
@@ -217,10 +218,39 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
         env_cfg, params = with_history(env_cfg, history)
     ctls = build_controllers(names, cfg.controllers, seed=seed, model=artifact, params=params)
     rep = evaluate_controllers(env_cfg, ctls, seed=seed)
-    out = {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json()}
+    out = {"trace": tr.label, "prices": price_label(price), "seed": seed, **rep.to_json(),
+           "replaced": replaced_by_options(env_cfg)}
     if history is not None:
         out["history"] = {"share": history, "requests": env_cfg.workloads[0].skip}
     return out
+
+
+def replaced_by_options(env_cfg: EnvConfig) -> list[str]:
+    """What the suite's trace options replaced in the trace itself: its own sizes (``size_model``, fixed:4096 unless
+    the entry says ``size_model: null``) and its own timestamps (``rate``, 100 req/s unless ``rate: null``). The
+    suites' convention follows the issue's measurements (4 KiB values, a stated request rate) and is what makes cells
+    comparable, but a user's trace with real sizes or a real clock should know it was not replayed as recorded.
+    Read from the trace the cell's envs loaded (cached in this process, so free)."""
+    from cachetuner.env.sim_backend import load_workload
+
+    meta = load_workload(env_cfg.workloads[0]).meta
+    out = []
+    if "overrides trace sizes" in str(meta.get("size_model", "")):
+        out.append(f"sizes (with {str(meta['size_model']).split(' ')[0]})")
+    if meta.get("timing") == "re-timed uniformly at --rate":
+        out.append(f"timestamps (re-timed uniformly at {meta.get('rate', 0):g} req/s)")
+    return out
+
+
+def replacement_notes(cells: list[dict[str, Any]]) -> list[str]:
+    """One line per trace whose own sizes or timestamps the suite's options replaced (see :func:`replaced_by_options`)."""
+    seen: dict[str, list[str]] = {}
+    for c in cells:
+        if c.get("replaced"):
+            seen.setdefault(c["trace"], c["replaced"])
+    return [f"{t}: replaced the trace's own {' and '.join(r)}; to replay it as recorded, set "
+            f"{' and '.join(x for x, k in (('size_model: null', 'sizes'), ('rate: null', 'timestamps')) if any(v.startswith(k) for v in r))} "
+            "in its suite entry" for t, r in seen.items()]
 
 
 def run_suite(
@@ -266,12 +296,14 @@ def run_suite(
     params = {"controllers": ",".join(names), "prices": ",".join(map(price_label, suite.prices)),
               "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces),
               "history": str(suite.history)}
-    return track_cells(
+    res = track_cells(
         suite_cell, args, name=f"suite-{suite.name}{'-full' if full else ''}", experiment="cachetuner-suite", kind="suite",
         params=params, tracking_uri=tracking_uri, console=console, ray_address=ray_address, num_cpus=num_cpus,
         describe=lambda a: f"{a[3].label} / {price_label(a[4])} / seed {a[5]}",
         tags={"suite": suite.name, "model": str(model or "")}, extra={"suite": suite.name, "full": full, "model": model},
     )
+    res["notes"] = replacement_notes(res["cells"])
+    return res
 
 
 def track_cells(

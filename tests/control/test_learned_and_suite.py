@@ -336,6 +336,35 @@ def test_a_suite_trace_takes_reader_params(tmp_path: Path, mlflow_store) -> None
         run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db")
 
 
+def test_a_suite_says_when_its_defaults_replaced_a_traces_own_sizes_or_clock(tmp_path: Path, mlflow_store) -> None:
+    """A suite entry's defaults (4 KiB values, 100 req/s) replace a trace's own sizes and timestamps: that is the
+    suites' convention, never silent. The cell records it and the result carries one note per trace naming the
+    entry's fields that keep the trace as recorded; an entry that keeps both gets no note."""
+    from cachetuner.reports.suite import run_suite
+
+    rng = np.random.default_rng(1)
+    keys = rng.zipf(1.3, 12_000) % 800
+    (tmp_path / "t.csv").write_text("ts;obj;bytes\n" + "".join(f"{i / 200:.3f};k{k};{500 + k}\n" for i, k in enumerate(keys)))
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"experiment": "suite-notes", "total_timesteps": 1, "env": TINY_ENV,
+                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
+    cols = {"header": True, "delimiter": ";", "key": "obj", "time": "ts", "size": "bytes"}
+    entry = {"trace": str(tmp_path / "t.csv"), "format": "csv", "params": cols}
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "notes", "model": None, "config": str(exp), "controllers": ["mrc", "static-default"],
+        "traces": [{**entry, "name": "as-recorded", "size_model": None, "rate": None}, {**entry, "name": "defaults"},
+                   {**entry, "name": "own-sizes", "size_model": None}],
+        "prices": ["scaled"], "seeds": [0]}))
+    res = run_suite(suite, tracking_uri=mlflow_store(tmp_path))
+    replaced = {c["trace"]: c["replaced"] for c in res["cells"]}
+    assert replaced == {"as-recorded": [], "defaults": ["sizes (with fixed:4096)", "timestamps (re-timed uniformly at 100 req/s)"],
+                        "own-sizes": ["timestamps (re-timed uniformly at 100 req/s)"]}
+    assert len(res["notes"]) == 2
+    assert res["notes"][0].startswith("defaults: replaced the trace's own sizes") and "size_model: null and rate: null" in res["notes"][0]
+    assert res["notes"][1].startswith("own-sizes:") and res["notes"][1].endswith("set rate: null in its suite entry")
+
+
 def test_a_suite_finds_its_files_beside_it_and_names_a_missing_one(tmp_path: Path, mlflow_store,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Paths in a suite are read as on the command line (from the working directory: the shipped suites say
