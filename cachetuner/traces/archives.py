@@ -40,12 +40,34 @@ class Member:
     name: str
 
 
+#: zip compression methods (stored, deflate, deflate64, bzip2, lzma, zstd, xz, ppmd): a local header names one of them
+ZIP_METHODS = frozenset({0, 8, 9, 12, 14, 93, 95, 98})
+
+
 def is_zip(head: bytes) -> bool:
-    return head[:4] in ZIP_MAGICS
+    """A zip archive's first (64) bytes: a local file header with a real "version needed" (1.0-6.3) and compression
+    method and a file name without NUL bytes, or an empty archive's end record. More than the 4-byte signature, as
+    for gzip (:mod:`cachetuner.traces.streams`): a raw key file is arbitrary bytes, and one whose first key spells
+    the signature is keys, not an archive (its next keys would also have to spell a version, a method and a name)."""
+    if head[:4] == ZIP_MAGICS[1]:
+        return head[4:8] == b"\x00\x00\x00\x00"  # an empty archive: disk numbers 0
+    if head[:4] != ZIP_MAGICS[0] or len(head) < 31 or not 10 <= head[4] <= 63:
+        return False
+    name_len = int.from_bytes(head[26:28], "little")
+    return int.from_bytes(head[8:10], "little") in ZIP_METHODS and name_len > 0 and b"\x00" not in head[30 : 30 + name_len]
 
 
 def is_tar(head: bytes) -> bool:
-    return head[TAR_MAGIC_OFFSET : TAR_MAGIC_OFFSET + 5] == b"ustar"
+    """A tar header: ``ustar`` at byte 257 and a header checksum that adds up (the sum of its 512 bytes with the
+    checksum field read as spaces), so that no other data is taken for one by chance."""
+    if len(head) < TAR_HEADER_BYTES or head[TAR_MAGIC_OFFSET : TAR_MAGIC_OFFSET + 5] != b"ustar":
+        return False
+    try:
+        stored = int(head[148:156].split(b"\x00", 1)[0].strip() or b"-1", 8)
+    except ValueError:
+        return False
+    rest = head[:148] + b" " * 8 + head[156:TAR_HEADER_BYTES]
+    return stored in (sum(rest), sum(b - 256 if b > 127 else b for b in rest))  # unsigned, or old tars' signed sum
 
 
 def _clutter(name: str) -> bool:

@@ -185,8 +185,8 @@ def open_source(path: Path, progress: ProgressFn | None = None) -> tuple[BinaryI
     total = path.stat().st_size
     counting = _CountingReader(open(path, "rb"), total, progress)  # noqa: SIM115
     buffered = io.BufferedReader(counting, buffer_size=1 << 20)
-    head = buffered.peek(10)[:10]
-    kind = None if is_zip(head) else compression(head)
+    head = buffered.peek(64)[:64]
+    kind = None if is_zip(head) else compression(head[:10])
     member: Member | None
     try:
         if is_zip(head):

@@ -385,3 +385,20 @@ def test_broken_or_empty_archives_fail_in_one_line(tmp_path: Path) -> None:
 
 def test_a_directory_is_not_a_trace_file(tmp_path: Path) -> None:
     assert "a directory, not a trace file" in _err(read_trace, tmp_path, "lirs")
+
+
+def test_a_raw_key_file_that_starts_like_an_archive_is_read_as_keys(tmp_path: Path) -> None:
+    """Only a whole header counts: a first key spelling zip's signature (with small keys after it), or a file with
+    'ustar' at byte 257 and no valid tar checksum, is keys."""
+    from cachetuner.traces.archives import is_tar, is_zip
+
+    zip_like = np.array([int.from_bytes(b"PK\x03\x04", "big"), 3, 4, 5, 6, 7, 8, 9, 10, 3], dtype=">u4")
+    tar_like = np.arange(200, dtype=">u4")
+    raw = bytearray(tar_like.tobytes())
+    raw[257:262] = b"ustar"
+    for name, data in (("zip-like.bin", zip_like.tobytes()), ("tar-like.bin", bytes(raw))):
+        assert not is_zip(data[:64]) and not is_tar(data[:512])
+        p = tmp_path / name
+        p.write_bytes(data)
+        tr = read_trace(p, "raw-be-u4")
+        assert len(tr) == len(data) // 4 and "archive" not in tr.meta
