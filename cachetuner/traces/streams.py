@@ -89,7 +89,7 @@ class _CountingReader(io.RawIOBase):
     def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
         n = self._raw.readinto(b)  # type: ignore[attr-defined]
         n = n or 0
-        self.consumed = self._raw.tell()  # the furthest byte read (a zip archive is read from its end first)
+        self.consumed = self._raw.tell()  # the position read up to (a zip is read from its listing at the end first)
         if self._progress is not None:
             self._progress(self.consumed, self._total)
         return n
