@@ -306,19 +306,24 @@ def test_a_suite_refuses_a_budget_without_its_cap(tmp_path: Path) -> None:
         load_model(SuiteConfig, bad)
 
 
+def _timed_sized_csv(tmp_path: Path) -> tuple[Path, dict]:
+    """``t.csv``: 60 s of Zipf requests with timestamps and sizes, in a layout only ``format: csv`` reads; returns a
+    tiny experiment YAML for the suite's ``config:`` and the csv reader's params."""
+    keys = np.random.default_rng(0).zipf(1.3, 12_000) % 800
+    (tmp_path / "t.csv").write_text("ts;obj;bytes\n" + "".join(f"{i / 200:.3f};k{k};{500 + k}\n" for i, k in enumerate(keys)))
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"experiment": "suite-csv", "total_timesteps": 1, "env": TINY_ENV,
+                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
+    return exp, {"header": True, "delimiter": ";", "key": "obj", "time": "ts", "size": "bytes"}
+
+
 def test_a_suite_trace_takes_reader_params(tmp_path: Path, mlflow_store) -> None:
     """A held-out trace in no known layout (``format: csv``) is configured in the suite with its reader params, as
     ``evaluate --trace --params`` does; a bad param is one line naming it."""
     from cachetuner.errors import ConfigError
     from cachetuner.reports.suite import run_suite
 
-    rng = np.random.default_rng(0)
-    keys = rng.zipf(1.3, 12_000) % 800
-    (tmp_path / "t.csv").write_text("ts;obj;bytes\n" + "".join(f"{i / 200:.3f};k{k};{500 + k}\n" for i, k in enumerate(keys)))
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(yaml.safe_dump({"experiment": "suite-csv", "total_timesteps": 1, "env": TINY_ENV,
-                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
-    cols = {"header": True, "delimiter": ";", "key": "obj", "time": "ts", "size": "bytes"}
+    exp, cols = _timed_sized_csv(tmp_path)
     suite = tmp_path / "suite.yaml"
 
     def write(params: dict) -> None:
@@ -342,13 +347,7 @@ def test_a_suite_says_when_its_defaults_replaced_a_traces_own_sizes_or_clock(tmp
     entry's fields that keep the trace as recorded; an entry that keeps both gets no note."""
     from cachetuner.reports.suite import run_suite
 
-    rng = np.random.default_rng(1)
-    keys = rng.zipf(1.3, 12_000) % 800
-    (tmp_path / "t.csv").write_text("ts;obj;bytes\n" + "".join(f"{i / 200:.3f};k{k};{500 + k}\n" for i, k in enumerate(keys)))
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(yaml.safe_dump({"experiment": "suite-notes", "total_timesteps": 1, "env": TINY_ENV,
-                                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}}))
-    cols = {"header": True, "delimiter": ";", "key": "obj", "time": "ts", "size": "bytes"}
+    exp, cols = _timed_sized_csv(tmp_path)
     entry = {"trace": str(tmp_path / "t.csv"), "format": "csv", "params": cols}
     suite = tmp_path / "suite.yaml"
     suite.write_text(yaml.safe_dump({
