@@ -356,6 +356,20 @@ def test_csv_integer_keys_without_times(tmp_path: Path) -> None:
     assert len(read_trace(p, "csv", params={"key": 2, "delimiter": None}, limit=2)) == 2
 
 
+def test_csv_time_unit_scales_the_time_column_to_seconds(tmp_path: Path) -> None:
+    """Block traces log time in other units (MSR Cambridge: Windows FILETIME, 100 ns ticks): read as seconds, an
+    hour of them would be 36 billion seconds of intervals."""
+    p = _write(tmp_path, "msr.csv", "128166385295514663,hm,0,Read,9056014336,4096,2833\n"
+                                    "128166385305514663,hm,0,Read,11855351808,4096,2617\n"
+                                    "128166385395514663,hm,0,Read,9056014336,4096,2320\n")
+    cols = {"key": 5, "time": 1, "size": 6}
+    ticks = read_trace(p, "csv", params={**cols, "time_unit": "100ns"})
+    assert ticks.meta["timing"] == "from trace" and list(np.round(np.diff(ticks.timestamps), 6)) == [1.0, 9.0]
+    assert list(ticks.keys) == [0, 1, 0] and list(ticks.sizes) == [4096] * 3
+    ms = read_trace(_write(tmp_path, "ms.csv", "1000,1\n1500,2\n4000,1\n"), "csv", params={"key": 2, "time": 1, "time_unit": "ms"})
+    assert list(ms.timestamps - ms.timestamps[0]) == [0.0, 0.5, 3.0]
+
+
 def test_csv_falls_back_to_string_keys_in_a_later_chunk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -389,11 +403,13 @@ def test_csv_is_never_auto_detected(tmp_path: Path) -> None:
         ("1,get\n2,fetch\n", {"key": 1, "op": 2}, ":2: unknown op 'fetch' (valid: add, append, cas, decr, del,"),
         ("a\n,\n", {"key": 1}, ":2: field 'key' is empty"),
         ("1\n", {"key": 1, "sise": 3},
-         ": param 'sise': unknown parameter (valid params: key, time, size, op, ttl, key_size, delimiter, header)"),
+         ": param 'sise': unknown parameter (valid params: key, time, size, op, ttl, key_size, delimiter, header, "
+         "time_unit)"),
         ("1\n", {"size": 1}, ": param 'key': Field required (valid params: key, time,"),
         ("1\n", {"key": 0}, ": param 'key': column indexes start at 1, got 0 (valid params:"),
         ("1\n", {"key": "name"}, ": param 'key': column name 'name' needs header: true (or give a 1-based column index)"),
         ("1\n", {"key": 1, "delimiter": "::"}, ": param 'delimiter': must be one character"),
+        ("1,5\n", {"key": 1, "time": 2, "time_unit": "min"}, ": param 'time_unit': Input should be 's', 'ms', 'us', 'ns' or "),
     ],
 )  # fmt: skip
 def test_csv_errors(tmp_path: Path, text: str, params: dict, expected: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
@@ -33,6 +34,8 @@ ROLE_KINDS: dict[str, str] = {
     "key": "str", "time": "float", "size": "int", "op": "str", "ttl": "float", "key_size": "int",
 }  # fmt: skip
 _KIND_DTYPE = {"int": "<i8", "float": "<f8"}
+#: seconds per unit of the ``time_unit`` param
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "100ns": 1e-7}
 
 
 class CsvParams(BaseModel):
@@ -49,6 +52,9 @@ class CsvParams(BaseModel):
     delimiter: str | None = ","
     #: Line 1 names the columns (and is not a request).
     header: bool = False
+    #: The unit of the ``time`` column: s, ms, us, ns, or 100ns (Windows FILETIME ticks, as in the MSR Cambridge
+    #: block traces); read as seconds after scaling.
+    time_unit: Literal["s", "ms", "us", "ns", "100ns"] = "s"
 
     @field_validator(*ROLE_KINDS, mode="before")
     @classmethod
@@ -183,7 +189,7 @@ class CsvReader:
     extensions: tuple[str, ...] = ()
     description: str = (
         "generic delimited text; params name the columns: key (required), time, size, op, ttl, "
-        "key_size, delimiter, header"
+        "key_size, delimiter, header, time_unit"
     )
 
     def sniff(self, head: bytes) -> bool:
@@ -238,8 +244,11 @@ class CsvReader:
         key_bytes = column("key_size")
         if key_bytes is None and not int_keys:
             key_bytes = collect(out["key_len"])
+        times = column("time")
+        if times is not None and p.time_unit != "s":
+            times = times * TIME_UNITS[p.time_unit]
         cols = Columns(
-            keys=collect(out["key"]), timestamps=column("time"), sizes=column("size"), ops=column("op"),
+            keys=collect(out["key"]), timestamps=times, sizes=column("size"), ops=column("op"),
             ttls=column("ttl"), key_bytes=key_bytes, keys_dense=not int_keys,
         )  # fmt: skip
         meta = {"format": self.name, "path": str(path), "key_type": "integer" if int_keys else "string"}
