@@ -247,5 +247,6 @@ def print_evaluation(result: dict[str, Any], report: Any) -> None:
         out.print(
             f"note: only {n} intervals. Online controllers learn the traffic during the episode, and on an episode "
             "this short that learning is most of their regret (README, 'Audit on drawn cells'); judge them on longer "
-            "traffic where you can."
+            "traffic where you can. A trace without timestamps runs at --rate (1000 req/s unless given): --rate 100 "
+            "spreads it over ten times as many intervals."
         )

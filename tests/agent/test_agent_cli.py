@@ -230,7 +230,9 @@ def test_a_short_episode_gets_a_note_under_the_table(shared_traces, tmp_path, mo
     base = ["evaluate", "--trace", cs, "--format", "lirs", "--rate", "10"]  # 6,781 requests: a short episode
     online = CliRunner().invoke(app, [*base, "--tuners", "static-default,mrc"])
     assert online.exit_code == 0, online.output
-    assert re.search(r"note: only \d+ intervals\. Online controllers learn", " ".join(online.output.split()))
+    said = " ".join(online.output.split())
+    assert re.search(r"note: only \d+ intervals\. Online controllers learn", said)
+    assert "--rate 100 spreads it over ten times as many intervals" in said  # how to get a longer episode
     static = CliRunner().invoke(app, [*base, "--tuners", "static-default,best-static"])
     assert static.exit_code == 0, static.output
     assert "note: only" not in static.output
