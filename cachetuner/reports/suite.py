@@ -277,10 +277,11 @@ def run_suite(
     if model is not None and "ppo" in names and Path(str(model)).is_file():
         model = str(Path(str(model)).resolve())  # Ray workers may start elsewhere
     artifact = cached_policy(str(model)) if (model is not None and "ppo" in names) else None
-    cfg, _src = resolve_train_config(model if artifact is not None else None,
-                                     Path(suite.config) if suite.config else None)
-    if artifact is None and suite.config is None:
-        raise ConfigError(f"{path}: without a model, set `config:` (an experiment YAML) for the env and controller settings")
+    # without `ppo` a model still lends its training config (its train_config.yaml) when the suite names no config
+    cfg, src = resolve_train_config(model, Path(suite.config) if suite.config else None)
+    if artifact is None and src is None:
+        raise ConfigError(f"{path}: without a model (or its train_config.yaml), set `config:` (an experiment YAML) for "
+                          "the env and controller settings")
     if artifact is not None:
         trained = _training_traces(artifact.raw_config)
         for t in suite.traces:

@@ -267,6 +267,11 @@ def test_suite_needs_a_model_or_a_config(tmp_path: Path) -> None:
     suite.write_text(yaml.safe_dump({"model": None, "traces": [{"trace": "synthetic:zipf"}]}))
     with pytest.raises(ConfigError, match="config"):
         run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    # a model lends its training config even when `ppo` is not among the controllers
+    suite.write_text(yaml.safe_dump({"model": "default", "controllers": ["mrc", "static-default"], "intervals": 3,
+                                     "traces": [{"trace": "synthetic:zipf", "params": {"n_requests": 20000, "n_keys": 2000}}]}))
+    (cell,) = run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")["cells"]
+    assert set(cell["tuners"]) == {"mrc", "static-default"} and cell["tuners"]["mrc"]["intervals"] == 3
 
 
 def test_a_recurrent_policy_trains_loads_and_decides(tmp_path: Path, mlflow_store) -> None:
