@@ -242,6 +242,10 @@ def replaced_by_options(env_cfg: EnvConfig) -> list[str]:
     return out
 
 
+#: what a suite entry sets to keep what :func:`replaced_by_options` reports replaced (by its first word)
+_KEEP = {"sizes": "size_model: null", "timestamps": "rate: null"}
+
+
 def replacement_notes(cells: list[dict[str, Any]]) -> list[str]:
     """One line per trace whose own sizes or timestamps the suite's options replaced (see :func:`replaced_by_options`)."""
     seen: dict[str, list[str]] = {}
@@ -249,8 +253,7 @@ def replacement_notes(cells: list[dict[str, Any]]) -> list[str]:
         if c.get("replaced"):
             seen.setdefault(c["trace"], c["replaced"])
     return [f"{t}: replaced the trace's own {' and '.join(r)}; to replay it as recorded, set "
-            f"{' and '.join(x for x, k in (('size_model: null', 'sizes'), ('rate: null', 'timestamps')) if any(v.startswith(k) for v in r))} "
-            "in its suite entry" for t, r in seen.items()]
+            f"{' and '.join(_KEEP[v.split(' ', 1)[0]] for v in r)} in its suite entry" for t, r in seen.items()]
 
 
 def run_suite(

@@ -11,7 +11,14 @@ from cachetuner.traces.assemble import ReadOptions
 from cachetuner.traces.base import FORMATS, TraceReader, get_reader, list_formats
 from cachetuner.traces.bundled import bundled_trace_format, bundled_trace_path
 from cachetuner.traces.sizes import parse_size_model
-from cachetuner.traces.streams import ProgressFn, not_a_file, read_head, source_of, strip_compression_suffix
+from cachetuner.traces.streams import (
+    ProgressFn,
+    Source,
+    not_a_file,
+    read_head,
+    source_of,
+    strip_compression_suffix,
+)
 from cachetuner.traces.trace import Trace
 
 WORKLOAD_FILE_SUFFIXES = (".yaml", ".yml")
@@ -26,9 +33,12 @@ def _names_format(name: str, ext: str) -> bool:
     return name.endswith(ext) or f"{ext}." in name
 
 
-def detect_format(path: Path) -> TraceReader:
-    """Pick the reader by extension, else by content; refuse to guess when more than one fits."""
-    member = source_of(path).member if path.is_file() else None
+def detect_format(path: Path, source: Source | None = None) -> TraceReader:
+    """Pick the reader by extension, else by content; refuse to guess when more than one fits. ``source``: how the
+    file is stored, when the caller has it already (an archive is judged by the name of the file in it)."""
+    if source is None and path.is_file():
+        source = source_of(path)
+    member = source.member if source is not None else None
     name = strip_compression_suffix(member.name if member else path.name)  # an archive: the name of the file in it
     by_ext = [r for r in FORMATS.values() if any(_names_format(name, ext) for ext in r.extensions)]
     if len(by_ext) == 1:
@@ -112,17 +122,19 @@ def read_trace(
         return synthetic.generate(name, merged, opts, source=f"{path} (synthetic:{name})")
     if format == "synthetic":
         raise TraceError(f"{path}: --format synthetic needs synthetic:NAME or a workload .yaml file")
-    reader = detect_format(path) if format == "auto" else get_reader(format)
+    named = None if format == "auto" else get_reader(format)  # an unknown --format is said first, file or not
     if not path.is_file():
         raise not_a_file(path)
     if path.stat().st_size == 0:
         raise TraceError(f"{path}: empty file")
+    source = source_of(path)  # once: it picks the format of an archive's file and goes into the trace's meta
+    reader = named or detect_format(path, source)
     trace = reader.read(path, opts)
-    source = source_of(path)
     if source.compression or source.member_compression:
         trace.meta["compression"] = source.compression or source.member_compression
     if source.member is not None:
         trace.meta["archive"], trace.meta["member"] = source.member.archive, source.member.name
-    if source.describe():
-        trace.meta["stored"] = source.describe()  # `trace info` shows it: the user sees what was unpacked
+    stored = source.describe()
+    if stored:
+        trace.meta["stored"] = stored  # `trace info` shows it: the user sees what was unpacked
     return trace

@@ -174,9 +174,7 @@ class _ZipMember(io.RawIOBase):
         return True
 
     def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
-        chunk = self._data.read(len(b))
-        b[: len(chunk)] = chunk
-        return len(chunk)
+        return self._data.readinto(b)  # type: ignore[attr-defined]
 
     def close(self) -> None:
         self._data.close()

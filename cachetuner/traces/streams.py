@@ -186,10 +186,11 @@ def open_source(path: Path, progress: ProgressFn | None = None) -> tuple[BinaryI
     counting = _CountingReader(open(path, "rb"), total, progress)  # noqa: SIM115
     buffered = io.BufferedReader(counting, buffer_size=1 << 20)
     head = buffered.peek(64)[:64]
-    kind = None if is_zip(head) else compression(head[:10])
+    zipped = is_zip(head)
+    kind = None if zipped else compression(head[:10])
     member: Member | None
     try:
-        if is_zip(head):
+        if zipped:
             data, member = unzip(path, buffered)  # type: ignore[arg-type]
         else:
             data, member = untar(path, _decompressed(kind, buffered))  # type: ignore[arg-type]
