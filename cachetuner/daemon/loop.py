@@ -26,7 +26,8 @@ from cachetuner.backend import CacheBackend
 from cachetuner.config import RedisConfig
 from cachetuner.daemon.audit import AuditLog, pending_intents, read_audit
 from cachetuner.daemon.config import DaemonConfig, TargetConfig
-from cachetuner.daemon.policy import make_policy
+from cachetuner.daemon.costs import CostMeter
+from cachetuner.daemon.policy import ControllerPolicy, load_env_config, make_policy
 from cachetuner.daemon.probe import RedisProbe
 from cachetuner.daemon.records import StepReport, new_session_id
 from cachetuner.daemon.runner import TargetRunner
@@ -105,9 +106,18 @@ class Daemon:
                 if cfg.rollout.mode == "independent" or t.name == cfg.rollout.canary:
                     runner.policy = make_policy(cfg, t, functools.partial(getattr, runner, "backend"))
                 self.runners.append(runner)
+            self._meter_costs()
         except BaseException:
             self.close()
             raise
+
+    def _meter_costs(self) -> None:
+        """Every target's cost meter, at the decider's prices (a trained policy's come from its training config)."""
+        env_cfg = next((r.policy.env.cfg for r in self.runners if isinstance(r.policy, ControllerPolicy)), None)
+        if env_cfg is None:
+            env_cfg = load_env_config(self.cfg)
+        for r in self.runners:
+            r.costs = CostMeter(r.name, env_cfg.reward, env_cfg.slo_p95_ms, self.metrics, dollars=env_cfg.prices is not None)
 
     # ------------------------------------------------------------------ lifecycle
     def stop(self) -> None:

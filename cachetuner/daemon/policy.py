@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from cachetuner.backend import ApplyResult, BackendFacts, CacheBackend, RequestSample
 from cachetuner.config import RedisConfig
@@ -64,6 +66,13 @@ class Policy(Protocol):
     def decide(self, obs: PolicyInput) -> RedisConfig: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class CostEstimator(Protocol):
+    """A decider that can price configs on its curves (optional; the daemon's cost telemetry, daemon/costs.py)."""
+
+    def predicted_costs(self, configs: dict[str, RedisConfig]) -> dict[str, float]: ...
 
 
 #: ``backend()`` returns the target's backend once it exists (None while Redis is unreachable).
@@ -157,12 +166,17 @@ class ControllerPolicy:
         self.checkpoint = checkpoint
         self._decisions = 0
         self._started = False
+        #: GETs and length of the interval the decider saw last (what predicted_costs prices)
+        self._gets, self._interval_s = 0.0, float(interval_s)
         #: extra figures of the last decision for the audit log (hotness features and their backend)
         self.last_info: dict[str, Any] = {}
         self._curves_ready = False
 
     def decide(self, obs: PolicyInput) -> RedisConfig:
         self.mirror.push(obs.snapshot, obs.current)
+        self._gets = float(obs.snapshot.gets)
+        if obs.snapshot.interval_s > 0:
+            self._interval_s = float(obs.snapshot.interval_s)
         if not self._started:
             outer = self.hot if self.hot is not None else self.env
             o, info = outer.reset(seed=self.seed)
@@ -188,6 +202,23 @@ class ControllerPolicy:
         self._decisions += 1
         if self.checkpoint is not None and self._decisions % self.checkpoint.every == 0:
             self._save()
+        return out
+
+    def predicted_costs(self, configs: dict[str, RedisConfig]) -> dict[str, float]:
+        """Each config's cost over the interval just decided on, priced on the curves (GET hit ratio at its size and
+        policy) at the env's prices; ``nan`` before the curves are ready (the anchor rule's ``min_weight``), for a
+        policy without a curve, or for ``maxmemory 0`` (unlimited: its size is whatever the data grows to)."""
+        curves = self.env.curves
+        if curves is None or not curves.ready(float(self.env.anchor_rule.min_weight)):
+            return {k: float("nan") for k in configs}
+        mono, prices = curves.monotone(), replace(self.env.prices, interval_s=self._interval_s)
+        out: dict[str, float] = {}
+        for k, c in configs.items():
+            if c.maxmemory <= 0 or c.maxmemory_policy not in mono.hit:
+                out[k] = float("nan")
+                continue
+            hit = mono.hit_ratio(c.maxmemory_policy, float(c.maxmemory))
+            out[k] = float(prices.interval_cost(np.asarray(float(c.maxmemory)), hit, self._gets))
         return out
 
     def _note_curves(self) -> None:

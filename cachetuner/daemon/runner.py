@@ -27,6 +27,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.daemon.audit import AuditLog
 from cachetuner.daemon.backoff import Backoff
 from cachetuner.daemon.config import DaemonConfig, TargetConfig
+from cachetuner.daemon.costs import CostMeter
 from cachetuner.daemon.guardrails import (
     GuardChain,
     GuardContext,
@@ -35,7 +36,7 @@ from cachetuner.daemon.guardrails import (
     assert_in_bounds,
     bounds_violations,
 )
-from cachetuner.daemon.policy import Policy, PolicyInput
+from cachetuner.daemon.policy import CostEstimator, Policy, PolicyInput
 from cachetuner.daemon.probe import RedisProbe
 from cachetuner.daemon.records import StepReport, TargetRecorder, config_dict
 from cachetuner.daemon.secrets import scrub_text
@@ -62,6 +63,7 @@ class TargetRunner:
         probe: RedisProbe | None = None,
         pending: list[dict[str, Any]] | None = None,
         on_state_change: Any = None,
+        costs: CostMeter | None = None,
     ) -> None:
         self.cfg = cfg
         self.target = target
@@ -86,6 +88,8 @@ class TargetRunner:
         self.observe_error: str | None = None
         self.iteration = 0
         self.rec = TargetRecorder(self.name, audit, metrics, policy=cfg.policy.name, dry_run=cfg.dry_run)
+        self.costs = costs
+        self._switched = False  # a change was applied since the last measured interval (its switch price)
 
     # ------------------------------------------------------------------ observe (may run in a thread)
     def observe(self) -> None:
@@ -117,6 +121,8 @@ class TargetRunner:
         cur = self.current
         assert cur is not None
         slo = self._judge(rep)
+        if slo.judged and not restarted:
+            self._measure()
         base = self.rec.base(self.snapshot, slo, cur)
         if restarted:
             self._reapply_after_restart(cur, base, rep)
@@ -155,7 +161,28 @@ class TargetRunner:
             self._reconcile()
         assert self.current is not None
         self.metrics.set_config(self.name, self.current)
+        if self.state.baseline is None:
+            self.state.baseline = self.current
+            self._save_state()
+        self.metrics.baseline_maxmemory.labels(self.name).set(self.state.baseline.maxmemory)
         return restarted
+
+    def _measure(self) -> None:
+        """The measured cost of the fresh interval just observed (with a switch price when it began with a change)."""
+        if self.costs is not None and self.snapshot is not None:
+            self.costs.measure(self.snapshot, changed=self._switched)
+        self._switched = False
+
+    def _estimate(self, cur: RedisConfig) -> None:
+        """The curves' cost of the config in force and of the baseline on the interval the decider just saw."""
+        if self.costs is None or self.state.baseline is None or not isinstance(self.policy, CostEstimator):
+            return
+        try:
+            predicted = self.policy.predicted_costs({"in_force": cur, "baseline": self.state.baseline})
+        except Exception:  # noqa: BLE001 (an estimate is telemetry: it must never stop a decision)
+            log.exception("cost estimate failed on target %s", self.name)
+            return
+        self.costs.estimate(predicted)
 
     def _read_config(self) -> RedisConfig:
         if self.probe is not None:
@@ -304,6 +331,7 @@ class TargetRunner:
                 self.rec.decision(base, "policy_error", reason=scrub_text(f"{type(e).__name__}: {e}"))
                 log.exception("policy failed on target %s", self.name)
                 return None
+            self._estimate(cur)
         base["proposal"] = config_dict(proposal)
         extra = getattr(self.policy, "last_info", None) if not follower else None
         if extra:
@@ -395,6 +423,7 @@ class TargetRunner:
         """Bookkeeping after a verified change: the change clock restarts, the config is current."""
         self.metrics.applied.labels(self.name).inc()
         self.apply_backoff.succeed()
+        self._switched = True
         st = self.state
         st.last_applied, st.last_change_at, st.last_change_iteration = config, time.time(), self.iteration
         st.fresh_since_change, st.good_streak = 0, 0

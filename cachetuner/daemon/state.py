@@ -32,6 +32,7 @@ class TargetState(BaseModel):
     run_id: str | None = None                   # Redis INFO run_id seen last (restart detection)
     last_decision_id: str | None = None
     rewritten: RedisConfig | None = None        # config last persisted with CONFIG REWRITE
+    baseline: RedisConfig | None = None         # the config first read on the target (the estimated saving's reference)
 
 
 class DaemonState(BaseModel):

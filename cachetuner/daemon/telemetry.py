@@ -41,6 +41,27 @@ class DaemonMetrics:
         self.up = Gauge("cachetuner_daemon_target_up", "1 when the target answered in the last loop", ["target"], registry=r)
         self.stale = Gauge("cachetuner_daemon_target_stale", "1 when the last metrics were stale", ["target"], registry=r)
         self.last_loop = Gauge("cachetuner_daemon_last_loop_timestamp_seconds", "Unix time of the last loop", registry=r)
+        # what the cache costs (daemon/costs.py): measured per fresh interval, and the curves' estimate; in dollars
+        # when the decider's env has a prices: block (cachetuner_daemon_cost_in_dollars 1), else the reward's units
+        self.cost = Counter(
+            "cachetuner_daemon_cost", "Measured cost of the fresh intervals, by term (memory, miss, slo, switch)",
+            ["target", "part"], registry=r,
+        )
+        self.costed = Counter("cachetuner_daemon_costed_intervals", "Fresh intervals whose cost was measured", ["target"], registry=r)
+        self.predicted = Counter(
+            "cachetuner_daemon_predicted_cost",
+            "Cost the miss-ratio curves predict for the config in force and for the baseline (the config the daemon found)",
+            ["target", "config"], registry=r,
+        )
+        self.baseline_maxmemory = Gauge(
+            "cachetuner_daemon_baseline_maxmemory_bytes", "maxmemory of the baseline (the config the daemon found)", ["target"],
+            registry=r,
+        )
+        self.price_memory = Gauge("cachetuner_daemon_price_memory_gib_hour", "Price of 1 GiB of maxmemory for an hour",
+                                  ["target"], registry=r)
+        self.price_miss = Gauge("cachetuner_daemon_price_miss", "Price of one miss (backend call)", ["target"], registry=r)
+        self.in_dollars = Gauge("cachetuner_daemon_cost_in_dollars", "1 when costs are dollars (the env has a prices: block)",
+                                ["target"], registry=r)
 
     def set_config(self, target: str, cfg: RedisConfig) -> None:
         self.maxmemory.labels(target).set(cfg.maxmemory)

@@ -1,0 +1,115 @@
+"""The daemon's cost telemetry (daemon/costs.py) on simulator-backed targets: the measured cost is the env's cost
+terms of every fresh interval, the curves' estimate prices the config in force and the baseline on the same curves,
+and the baseline (the config the daemon found) survives a restart."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_daemon_loop_sim import make_cfg
+
+from cachetuner.daemon.audit import read_audit
+from cachetuner.daemon.costs import CostMeter
+from cachetuner.daemon.loop import Daemon
+from cachetuner.daemon.telemetry import DaemonMetrics
+from cachetuner.env.config import EnvConfig
+from cachetuner.metrics import MetricsSnapshot
+
+MB = 1_000_000
+GIB = float(1024**3)
+
+
+def sample(d: Daemon, name: str, **labels: str) -> float:
+    v = d.metrics.registry.get_sample_value(name, labels)
+    return 0.0 if v is None else float(v)
+
+
+def run_recorded(cfg: Any) -> tuple[Daemon, list[tuple[MetricsSnapshot, bool]]]:
+    """Run the daemon, keeping every snapshot the cost meter measured (and whether it began with a change)."""
+    d = Daemon(cfg)
+    seen: list[tuple[MetricsSnapshot, bool]] = []
+    meter = d.runners[0].costs
+    assert meter is not None
+    inner = meter.measure
+
+    def measure(snap: MetricsSnapshot, *, changed: bool) -> dict[str, float]:
+        seen.append((snap, changed))
+        return inner(snap, changed=changed)
+
+    meter.measure = measure  # type: ignore[method-assign]
+    d.run()
+    return d, seen
+
+
+def test_measured_cost_is_the_reward_terms_of_every_fresh_interval(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path, policy={"name": "mrc"}, max_iterations=30)
+    d, seen = run_recorded(cfg)
+    rw = EnvConfig().reward  # no policy.env_config: the env defaults' prices, in the reward's units
+    assert len(seen) == 30 == sample(d, "cachetuner_daemon_costed_intervals_total", target="t0")
+    memory = sum(rw.memory_cost_per_gb_hour * s.maxmemory / GIB * s.interval_s / 3600 for s, _ in seen)
+    misses = sum(max(s.misses - s.l2_hits, 0) for s, _ in seen)
+    assert sample(d, "cachetuner_daemon_cost_total", target="t0", part="memory") == pytest.approx(memory, rel=1e-9)
+    assert sample(d, "cachetuner_daemon_cost_total", target="t0", part="miss") == pytest.approx(rw.miss_cost * misses)
+    # one switch price per interval that began with an applied change: every change but possibly the last step's
+    applied = [r for r in read_audit(cfg.audit_path) if r.get("phase") == "outcome" and r.get("outcome") == "applied"]
+    switched = sum(c for _, c in seen)
+    assert applied and switched in (len(applied), len(applied) - 1)
+    assert sample(d, "cachetuner_daemon_cost_total", target="t0", part="switch") == pytest.approx(rw.switch_cost * switched)
+    assert sample(d, "cachetuner_daemon_cost_in_dollars", target="t0") == 0.0
+    assert sample(d, "cachetuner_daemon_price_miss", target="t0") == rw.miss_cost
+    # the estimate: mrc moves to what the curves price cheaper than the config it found
+    base = sample(d, "cachetuner_daemon_predicted_cost_total", target="t0", config="baseline")
+    in_force = sample(d, "cachetuner_daemon_predicted_cost_total", target="t0", config="in_force")
+    assert 0 < in_force < base
+    assert sample(d, "cachetuner_daemon_baseline_maxmemory_bytes", target="t0") == 24 * MB  # the env's initial size
+
+
+def test_a_config_that_never_changes_is_estimated_at_the_baselines_cost(tmp_path: Path) -> None:
+    """static-default holds the config it found: the two estimates are the same prices on the same curves."""
+    d, seen = run_recorded(make_cfg(tmp_path, policy={"name": "static-default"}, max_iterations=25))
+    base = sample(d, "cachetuner_daemon_predicted_cost_total", target="t0", config="baseline")
+    assert base > 0
+    assert sample(d, "cachetuner_daemon_predicted_cost_total", target="t0", config="in_force") == base
+    assert sample(d, "cachetuner_daemon_cost_total", target="t0", part="switch") == 0.0
+    assert not any(c for _, c in seen)
+
+
+def test_prices_block_makes_the_costs_dollars(tmp_path: Path) -> None:
+    env_yaml = tmp_path / "env.yaml"
+    env_yaml.write_text(yaml.safe_dump({"env": {"prices": {"preset": "list"}}}))
+    d, seen = run_recorded(make_cfg(tmp_path, policy={"name": "mrc", "env_config": str(env_yaml)}, max_iterations=5))
+    assert sample(d, "cachetuner_daemon_cost_in_dollars", target="t0") == 1.0
+    assert sample(d, "cachetuner_daemon_price_memory_gib_hour", target="t0") == 0.016
+    misses = sum(max(s.misses - s.l2_hits, 0) for s, _ in seen)
+    assert sample(d, "cachetuner_daemon_cost_total", target="t0", part="miss") == pytest.approx(0.002 * misses)
+
+
+def test_the_baseline_survives_a_restart(tmp_path: Path) -> None:
+    cfg = make_cfg(tmp_path, policy={"name": "static-default"}, max_iterations=2)
+    Daemon(cfg).run()
+    state = json.loads(cfg.state_path.read_text())
+    assert state["targets"]["t0"]["baseline"]["maxmemory"] == 24 * MB
+    state["targets"]["t0"]["baseline"]["maxmemory"] = 30 * MB  # what an earlier session found on the target
+    cfg.state_path.write_text(json.dumps(state))
+    d = Daemon(cfg)
+    d.run()
+    assert sample(d, "cachetuner_daemon_baseline_maxmemory_bytes", target="t0") == 30 * MB
+    assert json.loads(cfg.state_path.read_text())["targets"]["t0"]["baseline"]["maxmemory"] == 30 * MB
+
+
+def test_estimates_are_added_in_pairs_or_not_at_all() -> None:
+    """Before the curves are ready (or for a config without a curve) neither estimate counts, so their difference
+    stays a like-for-like saving."""
+    m = DaemonMetrics()
+    meter = CostMeter("t", EnvConfig().reward, 50.0, m, dollars=False)
+    assert not meter.estimate({"in_force": 2.0, "baseline": math.nan})
+    assert not meter.estimate({"in_force": 2.0})
+    assert meter.estimate({"in_force": 2.0, "baseline": 3.0})
+    got = {k: m.registry.get_sample_value("cachetuner_daemon_predicted_cost_total", {"target": "t", "config": k})
+           for k in ("in_force", "baseline")}
+    assert got == {"in_force": 2.0, "baseline": 3.0}
