@@ -34,12 +34,16 @@ def stack_up(
     dir: DirOpt = DEFAULT_STACK_DIR,
     maxmemory: Annotated[int, typer.Option(help="Redis maxmemory at start, bytes.")] = 64 * 1024 * 1024,
     policy: Annotated[str, typer.Option(help="Redis maxmemory-policy at start.")] = "allkeys-lru",
+    rules: Annotated[
+        list[Path] | None,
+        typer.Option("--rules", help="Prometheus rule file to evaluate (repeatable), e.g. deploy/alerts.yml."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Start the stack in the background, wait until Prometheus has its first redis_up sample, print URLs."""
     from cachetuner.live.stack import LocalStack
 
-    stack = LocalStack(dir, maxmemory=maxmemory, maxmemory_policy=policy)
+    stack = LocalStack(dir, maxmemory=maxmemory, maxmemory_policy=policy, rule_files=rules or ())
     try:
         with console.status("starting redis-server, redis_exporter, prometheus ..."):
             info = stack.up()

@@ -169,6 +169,10 @@ class HttpConfig(BaseModel):
     host: str = Field("127.0.0.1", description="loopback by default; expose deliberately")
     port: int = Field(9464, ge=0, le=65535, description="0 = any free port (written to <state_dir>/daemon.addr)")
     enabled: bool = True
+    stack_dir: str | None = Field(
+        None, description="a local stack's folder (`cachetuner stack up --dir`): register /metrics with its Prometheus "
+        "as job cachetuner-daemon while the daemon runs, as deploy/prometheus.yml scrapes it in production"
+    )
 
 
 class TrackingConfig(BaseModel):

@@ -87,6 +87,7 @@ class Daemon:
         self.iteration = self.state.iteration
         self.runners: list[TargetRunner] = []
         self.http: DaemonHTTPServer | None = None
+        self._scrape_file: Path | None = None  # the stack's file_sd entry for this daemon (http.stack_dir)
         self.tracker: Any = None
         try:
             for t in cfg.targets:
@@ -150,6 +151,11 @@ class Daemon:
         tmp.write_text(f"{host}:{port}\n")
         os.replace(tmp, self.cfg.addr_path)
         log.info("serving /metrics and /healthz on http://%s:%d", host, port)
+        if self.cfg.http.stack_dir:
+            from cachetuner.live.stack import DAEMON_JOB, register_target
+
+            self._scrape_file = register_target(self.cfg.http.stack_dir, f"daemon-{self.session}", port, job=DAEMON_JOB)
+            log.info("registered with the stack's Prometheus as job %s (%s)", DAEMON_JOB, self._scrape_file)
         return host, port
 
     def health(self) -> dict[str, Any]:
@@ -263,6 +269,9 @@ class Daemon:
         if self.http is not None:
             self.http.stop()
             self.http = None
+        if self._scrape_file is not None:
+            self._scrape_file.unlink(missing_ok=True)
+            self._scrape_file = None
         for r in self.runners:
             r.close()
         with contextlib.suppress(OSError):

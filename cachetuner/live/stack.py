@@ -7,7 +7,9 @@ PID even when the command that started the stack was killed half-way. Before kil
 command line is compared with ``/proc/PID/cmdline`` so a recycled PID is never hit.
 
 Load generators register their ``/metrics`` port by writing a file into ``DIR/targets/`` (Prometheus
-``file_sd``), see :meth:`LocalStack.register_target`.
+``file_sd``), see :meth:`LocalStack.register_target`; a daemon (``http.stack_dir``) registers into
+``DIR/targets/daemon/``, scraped as job ``cachetuner-daemon`` as in ``deploy/prometheus.yml``, so the
+shipped alert rules (``deploy/alerts.yml``, loaded with ``rule_files``) see it as they would in production.
 
 Ports: the three programs cannot report a port the OS chose, so a free one is picked first and passed
 on; another process (a second test worker, a client's outgoing connection) may take it in between. A
@@ -30,7 +32,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -40,6 +42,7 @@ from cachetuner.ports import free_port
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_EXPORTER = "/usr/bin/prometheus-redis-exporter"
 PROMETHEUS = "/usr/bin/prometheus"
+PROMTOOL = "/usr/bin/promtool"
 
 #: Prometheus scrape interval of the stack; the live backend waits this long after an interval
 #: boundary before reading, so the boundary sample has been ingested.
@@ -48,6 +51,8 @@ STATE_FILE = "stack.json"
 TARGETS_DIR = "targets"
 #: Prometheus job name of load generators registered through file_sd.
 REPLAY_JOB = "cachetuner-replay"
+#: Prometheus job name of tuning daemons registered through file_sd (``DIR/targets/daemon/``), as in deploy/.
+DAEMON_JOB = "cachetuner-daemon"
 
 
 #: how many times :meth:`LocalStack.up` starts over on new ports when one was taken before its process bound it
@@ -171,8 +176,13 @@ class LocalStack:
         ready_timeout_s: float = 60.0,
         redis_only: bool = False,
         redis_options: Mapping[str, str] | None = None,
+        rule_files: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         self.dir = Path(dir).resolve()
+        #: Prometheus rule files (alerting/recording rules, e.g. deploy/alerts.yml) the stack's Prometheus evaluates
+        self.rule_files = [Path(f).resolve() for f in rule_files]
+        for f in self.rule_files:
+            check_rule_file(f)
         #: extra ``redis.conf`` directives (e.g. ``{"enable-debug-command": "yes"}`` for tests that read DEBUG HTSTATS)
         self.redis_options = dict(redis_options or {})
         self.maxmemory = maxmemory
@@ -225,7 +235,7 @@ class LocalStack:
         # Fresh TSDB and targets: samples of an earlier stack in the same folder would fake readiness.
         for sub in ("prometheus-data", TARGETS_DIR):
             shutil.rmtree(self.dir / sub, ignore_errors=True)
-        for sub in ("logs", "redis", "prometheus-data", TARGETS_DIR):
+        for sub in ("logs", "redis", "prometheus-data", TARGETS_DIR, f"{TARGETS_DIR}/daemon"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         info = self.info
         info.redis_port = free_port()
@@ -285,6 +295,11 @@ class LocalStack:
                     "    file_sd_configs:",
                     f"      - files: ['{self.dir / TARGETS_DIR}/*.json']",
                     "        refresh_interval: 1s",
+                    f"  - job_name: {DAEMON_JOB}",
+                    "    file_sd_configs:",
+                    f"      - files: ['{self.dir / TARGETS_DIR}/daemon/*.json']",
+                    "        refresh_interval: 1s",
+                    *(["rule_files:", *(f"  - '{f}'" for f in self.rule_files)] if self.rule_files else []),
                     "",
                 ]
             )
@@ -365,9 +380,9 @@ class LocalStack:
     def prometheus_url(self) -> str:
         return self.info.prometheus_url
 
-    def register_target(self, name: str, port: int) -> Path:
-        """Tell Prometheus to scrape ``127.0.0.1:port`` (file_sd); returns the file to remove later."""
-        return register_target(self.dir, name, port)
+    def register_target(self, name: str, port: int, *, job: str = REPLAY_JOB) -> Path:
+        """Tell Prometheus to scrape ``127.0.0.1:port`` (file_sd) as ``job``; returns the file to remove later."""
+        return register_target(self.dir, name, port, job=job)
 
     def _save(self) -> None:
         tmp = self.dir / (STATE_FILE + ".tmp")
@@ -493,9 +508,27 @@ def _kill_group(pid: int, sig: int, timeout_s: float) -> None:
             return
 
 
-def register_target(dir: str | os.PathLike[str], name: str, port: int) -> Path:
-    """Write a file_sd target file ``DIR/targets/{name}.json`` for ``127.0.0.1:port`` (atomic rename)."""
-    tdir = Path(dir) / TARGETS_DIR
+def check_rule_file(path: Path) -> None:
+    """``promtool check rules`` on one file, so that a bad rule is refused in one line naming the file and the rule
+    before Prometheus starts (Prometheus itself only logs "error loading config" and exits)."""
+    if not path.is_file():
+        raise ServiceError(f"rule file {path}: not found")
+    try:
+        r = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError as e:
+        raise ServiceError(f"{PROMTOOL} not found: install the Debian package prometheus (make debs)") from e
+    if r.returncode != 0:
+        lines = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip().startswith(str(path))]
+        why = lines[0].removeprefix(f"{path}:").strip() if lines else "promtool check rules failed"
+        raise ServiceError(f"rule file {path}: {why}")
+
+
+def register_target(dir: str | os.PathLike[str], name: str, port: int, *, job: str = REPLAY_JOB) -> Path:
+    """Write a file_sd target file ``DIR/targets/{name}.json`` (``DIR/targets/daemon/`` for :data:`DAEMON_JOB`) for
+    ``127.0.0.1:port`` (atomic rename)."""
+    if job not in (REPLAY_JOB, DAEMON_JOB):
+        raise ValueError(f"job {job!r}: the stack scrapes {REPLAY_JOB} and {DAEMON_JOB}")
+    tdir = Path(dir) / TARGETS_DIR / ("daemon" if job == DAEMON_JOB else "")
     tdir.mkdir(parents=True, exist_ok=True)
     path = tdir / f"{name}.json"
     tmp = tdir / f".{name}.json.tmp"

@@ -9,19 +9,19 @@ next daemon on the same Redis resumes from.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from live_traffic import replaying
 
 from cachetuner.config import RedisConfig
 from cachetuner.daemon.audit import read_audit
 from cachetuner.daemon.config import DaemonConfig
 from cachetuner.daemon.guardrails import bounds_violations
 from cachetuner.daemon.loop import Daemon
-from cachetuner.live.replay import ReplayOptions, replay
+from cachetuner.live.replay import ReplayOptions
 from cachetuner.live.stack import LocalStack, pid_alive
 from cachetuner.traces import read_trace
 
@@ -40,29 +40,9 @@ def traffic(tmp_path: Path) -> Iterator[LocalStack]:
     stack = LocalStack(tmp_path / "stack", maxmemory=32 * MiB)
     with stack:
         pids = dict(stack.info.pids)
-        trace = read_trace("synthetic:zipf", params=PARAMS)
-        stop, started = threading.Event(), threading.Event()
-        out: dict[str, Any] = {}
-
-        def run() -> None:
-            opts = ReplayOptions(rate=2000, start=HISTORY["limit"], duration_s=600, sample_rate=RATE,
-                                 stack_dir=str(stack.dir))
-            try:
-                out["result"] = replay(trace, stack.redis_url, opts, stop=stop, progress=lambda _n: started.set())
-            except Exception as e:  # noqa: BLE001 (asserted below)
-                out["error"] = e
-            finally:
-                started.set()
-
-        worker = threading.Thread(target=run, name="test-replay", daemon=True)
-        worker.start()
-        assert started.wait(60) and "error" not in out, out.get("error")
-        try:
+        opts = ReplayOptions(rate=2000, start=HISTORY["limit"], duration_s=600, sample_rate=RATE, stack_dir=str(stack.dir))
+        with replaying(stack, read_trace("synthetic:zipf", params=PARAMS), opts):
             yield stack
-        finally:
-            stop.set()
-            worker.join(30)
-        assert "error" not in out, out.get("error")
     assert not [pid for pid in pids.values() if pid_alive(pid)], f"processes left behind: {pids}"
 
 

@@ -52,6 +52,17 @@ def test_stack_up_down_json(tmp_path: Path, cli_env: dict[str, str]) -> None:
     assert not (d / STATE_FILE).exists()
 
 
+def test_stack_up_refuses_a_bad_rule_file_in_one_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """``stack up --rules``: promtool checks each file first, so a bad rule is named before anything starts."""
+    bad = tmp_path / "rules.yml"
+    bad.write_text("groups:\n  - name: x\n    rules:\n      - alert: Broken\n        expr: up ==\n")
+    for path, why in ((bad, 'rule 1, "Broken": could not parse expression'), (tmp_path / "none.yml", "not found")):
+        r = _cli(["stack", "up", "--dir", str(tmp_path / "s"), "--rules", str(path)], cli_env)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith(f"error: rule file {path}:") and why in r.stderr, r.stderr
+    assert not (tmp_path / "s" / STATE_FILE).exists()  # nothing was started
+
+
 def test_stack_down_after_sigkill_of_the_starter(tmp_path: Path, cli_env: dict[str, str]) -> None:
     d = tmp_path / "k"
     proc = subprocess.Popen(CLI + ["stack", "up", "--dir", str(d)], env=cli_env,
