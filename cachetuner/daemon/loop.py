@@ -259,6 +259,7 @@ class Daemon:
                 m[f"{name}.p95_ms"] = s.latency_p95_ms
                 m[f"{name}.evictions"] = float(s.evictions)
                 m[f"{name}.used_memory"] = float(s.used_memory)
+            m.update({f"{name}.{k}": v for k, v in rep.extra.items()})  # cost, predicted_cost_in_force/_baseline
             runner = next(r for r in self.runners if r.name == name)
             if runner.current is not None:
                 m[f"{name}.maxmemory"] = float(runner.current.maxmemory)

@@ -27,7 +27,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.daemon.audit import AuditLog
 from cachetuner.daemon.backoff import Backoff
 from cachetuner.daemon.config import DaemonConfig, TargetConfig
-from cachetuner.daemon.costs import CostMeter
+from cachetuner.daemon.costs import ESTIMATED, CostMeter
 from cachetuner.daemon.guardrails import (
     GuardChain,
     GuardContext,
@@ -122,7 +122,7 @@ class TargetRunner:
         assert cur is not None
         slo = self._judge(rep)
         if slo.judged and not restarted:
-            self._measure()
+            self._measure(rep)
         base = self.rec.base(self.snapshot, slo, cur)
         if restarted:
             self._reapply_after_restart(cur, base, rep)
@@ -167,13 +167,13 @@ class TargetRunner:
         self.metrics.baseline_maxmemory.labels(self.name).set(self.state.baseline.maxmemory)
         return restarted
 
-    def _measure(self) -> None:
+    def _measure(self, rep: StepReport) -> None:
         """The measured cost of the fresh interval just observed (with a switch price when it began with a change)."""
         if self.costs is not None and self.snapshot is not None:
-            self.costs.measure(self.snapshot, changed=self._switched)
+            rep.extra["cost"] = self.costs.measure(self.snapshot, changed=self._switched)["total"]
         self._switched = False
 
-    def _estimate(self, cur: RedisConfig) -> None:
+    def _estimate(self, cur: RedisConfig, rep: StepReport) -> None:
         """The curves' cost of the config in force and of the baseline on the interval the decider just saw."""
         if self.costs is None or self.state.baseline is None or not isinstance(self.policy, CostEstimator):
             return
@@ -182,7 +182,8 @@ class TargetRunner:
         except Exception:  # noqa: BLE001 (an estimate is telemetry: it must never stop a decision)
             log.exception("cost estimate failed on target %s", self.name)
             return
-        self.costs.estimate(predicted)
+        if self.costs.estimate(predicted):
+            rep.extra.update({f"predicted_cost_{k}": predicted[k] for k in ESTIMATED})
 
     def _read_config(self) -> RedisConfig:
         if self.probe is not None:
@@ -331,7 +332,7 @@ class TargetRunner:
                 self.rec.decision(base, "policy_error", reason=scrub_text(f"{type(e).__name__}: {e}"))
                 log.exception("policy failed on target %s", self.name)
                 return None
-            self._estimate(cur)
+            self._estimate(cur, rep)
         base["proposal"] = config_dict(proposal)
         extra = getattr(self.policy, "last_info", None) if not follower else None
         if extra:

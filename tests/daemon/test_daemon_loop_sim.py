@@ -388,6 +388,8 @@ def test_http_endpoints_and_mlflow_run(tmp_path: Path, mlflow_store) -> None:
     assert len(runs) == 1 and runs.iloc[0]["status"] == "FINISHED"
     hist = mlflow.MlflowClient().get_metric_history(runs.iloc[0]["run_id"], "t0.hit_ratio")
     assert len(hist) >= 5
+    cost = mlflow.MlflowClient().get_metric_history(runs.iloc[0]["run_id"], "t0.cost")  # the measured cost too
+    assert len(cost) == len(hist) and all(c.value > 0 for c in cost)
 
 
 def test_cli_sigterm_finishes_step_and_exits_0(tmp_path: Path) -> None:
