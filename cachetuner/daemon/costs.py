@@ -53,6 +53,10 @@ class CostMeter:
         metrics.price_memory.labels(target).set(reward.memory_cost_per_gb_hour)
         metrics.price_miss.labels(target).set(reward.miss_cost)
         metrics.in_dollars.labels(target).set(1.0 if dollars else 0.0)
+        self.dollars = dollars
+        #: this session's sums, for the stop line of the audit log and the daemon's log
+        self.measured, self.intervals = 0.0, 0
+        self.predicted = dict.fromkeys(ESTIMATED, 0.0)
 
     def measure(self, snap: MetricsSnapshot, *, changed: bool) -> dict[str, float]:
         """Add one fresh interval's cost terms to the counters; returns them."""
@@ -61,6 +65,9 @@ class CostMeter:
             if part != "total" and math.isfinite(dollars) and dollars > 0:
                 self.metrics.cost.labels(self.target, part).inc(dollars)
         self.metrics.costed.labels(self.target).inc()
+        if math.isfinite(cost["total"]):
+            self.measured += cost["total"]
+        self.intervals += 1
         return cost
 
     def estimate(self, predicted: Mapping[str, float]) -> bool:
@@ -71,7 +78,16 @@ class CostMeter:
             return False
         for k, v in zip(ESTIMATED, vals, strict=True):
             self.metrics.predicted.labels(self.target, k).inc(v)
+            self.predicted[k] += v
         return True
+
+    def summary(self) -> dict[str, float | int | bool | None]:
+        """This session's measured cost and the estimated saving against the baseline (None before any estimate)."""
+        base = self.predicted["baseline"]
+        saving = 1.0 - self.predicted["in_force"] / base if base > 0 else None
+        return {"intervals": self.intervals, "measured_cost": self.measured, "dollars": self.dollars,
+                "predicted_cost_in_force": self.predicted["in_force"], "predicted_cost_baseline": base,
+                "estimated_saving": saving}
 
 
 __all__ = ["ESTIMATED", "CostMeter"]

@@ -210,7 +210,14 @@ class Daemon:
             raise
         finally:
             pool.shutdown(wait=True)
-            self.audit.write({"phase": "event", "event": "stop", "iterations": self.iteration, "status": status})
+            costs = {r.name: r.costs.summary() for r in self.runners if r.costs is not None}
+            for name, c in costs.items():
+                saving = c["estimated_saving"]
+                log.info("%s: measured cost %.6g over %d fresh intervals (%s); estimated saving against the baseline: %s",
+                         name, c["measured_cost"], c["intervals"], "dollars" if c["dollars"] else "cost units",
+                         "not estimated (curves not ready)" if saving is None else f"{saving:.1%}")
+            self.audit.write({"phase": "event", "event": "stop", "iterations": self.iteration, "status": status,
+                              "costs": costs})
             self.close(status)
         return 0
 

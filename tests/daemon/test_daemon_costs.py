@@ -67,6 +67,11 @@ def test_measured_cost_is_the_reward_terms_of_every_fresh_interval(tmp_path: Pat
     in_force = sample(d, "cachetuner_daemon_predicted_cost_total", target="t0", config="in_force")
     assert 0 < in_force < base
     assert sample(d, "cachetuner_daemon_baseline_maxmemory_bytes", target="t0") == 24 * MB  # the env's initial size
+    # the session's sums close the audit log
+    stop = next(r for r in read_audit(cfg.audit_path) if r.get("event") == "stop")["costs"]["t0"]
+    parts = sum(sample(d, "cachetuner_daemon_cost_total", target="t0", part=p) for p in ("memory", "miss", "slo", "switch"))
+    assert stop["intervals"] == 30 and stop["measured_cost"] == pytest.approx(parts) and stop["dollars"] is False
+    assert stop["estimated_saving"] == pytest.approx(1 - in_force / base)
 
 
 def test_a_config_that_never_changes_is_estimated_at_the_baselines_cost(tmp_path: Path) -> None:
