@@ -166,17 +166,21 @@ class ControllerPolicy:
         self.checkpoint = checkpoint
         self._decisions = 0
         self._started = False
-        #: GETs and length of the interval the decider saw last (what predicted_costs prices)
+        #: GETs and length of the interval the decider saw last (what predicted_costs prices), and the bytes in use when
+        #: the cache in force did not evict in it (still filling, or a fill cap below the size the rule chose), else None
         self._gets, self._interval_s = 0.0, float(interval_s)
+        self._filling: float | None = None
         #: extra figures of the last decision for the audit log (hotness features and their backend)
         self.last_info: dict[str, Any] = {}
         self._curves_ready = False
 
     def decide(self, obs: PolicyInput) -> RedisConfig:
         self.mirror.push(obs.snapshot, obs.current)
-        self._gets = float(obs.snapshot.gets)
-        if obs.snapshot.interval_s > 0:
-            self._interval_s = float(obs.snapshot.interval_s)
+        snap = obs.snapshot
+        self._gets = float(snap.gets)
+        if snap.interval_s > 0:
+            self._interval_s = float(snap.interval_s)
+        self._filling = float(snap.used_memory) if snap.evictions == 0 and 0 < snap.used_memory < snap.maxmemory else None
         if not self._started:
             outer = self.hot if self.hot is not None else self.env
             o, info = outer.reset(seed=self.seed)
@@ -207,7 +211,13 @@ class ControllerPolicy:
     def predicted_costs(self, configs: dict[str, RedisConfig]) -> dict[str, float]:
         """Each config's cost over the interval just decided on, priced on the curves (GET hit ratio at its size and
         policy) at the env's prices; ``nan`` before the curves are ready (the anchor rule's ``min_weight``), for a
-        policy without a curve, or for ``maxmemory 0`` (unlimited: its size is whatever the data grows to)."""
+        policy without a curve, or for ``maxmemory 0`` (unlimited: its size is whatever the data grows to).
+
+        When the cache in force did not evict in the interval, the data in use is all any cache held: every config at
+        least that large would have hit the same, so hits are priced at ``min(maxmemory, bytes in use)`` and such
+        configs differ by their memory only. Without this, a fill cap (``mrc`` holding ``maxmemory`` just above the data
+        while the cache fills) is priced as if it evicted at its size, and a cheaper config reads as a dearer one
+        (measured: the cache2k web12 cell at cheap-backend prices read -25 % against a measured +0.01 %)."""
         curves = self.env.curves
         if curves is None or not curves.ready(float(self.env.anchor_rule.min_weight)):
             return {k: float("nan") for k in configs}
@@ -217,7 +227,8 @@ class ControllerPolicy:
             if c.maxmemory <= 0 or c.maxmemory_policy not in mono.hit:
                 out[k] = float("nan")
                 continue
-            hit = mono.hit_ratio(c.maxmemory_policy, float(c.maxmemory))
+            size = float(c.maxmemory) if self._filling is None else min(float(c.maxmemory), self._filling)
+            hit = mono.hit_ratio(c.maxmemory_policy, size)
             out[k] = float(prices.interval_cost(np.asarray(float(c.maxmemory)), hit, self._gets))
         return out
 

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from test_daemon_loop_sim import make_cfg
 
+from cachetuner.config import RedisConfig
 from cachetuner.daemon.audit import read_audit
 from cachetuner.daemon.costs import CostMeter
 from cachetuner.daemon.loop import Daemon
@@ -118,3 +119,19 @@ def test_estimates_are_added_in_pairs_or_not_at_all() -> None:
     got = {k: m.registry.get_sample_value("cachetuner_daemon_predicted_cost_total", {"target": "t", "config": k})
            for k in ("in_force", "baseline")}
     assert got == {"in_force": 2.0, "baseline": 3.0}
+
+
+def test_a_cache_that_did_not_evict_prices_larger_configs_by_their_memory_only(tmp_path: Path) -> None:
+    """While the cache in force is not full (no evictions: still filling, or mrc's fill cap), every config at least as
+    large as the data held the same data: the estimate must not charge a fill cap misses it did not cause."""
+    d, _ = run_recorded(make_cfg(tmp_path, policy={"name": "mrc"}, max_iterations=25))
+    pol = d.runners[0].policy
+    base = RedisConfig(maxmemory=24 * MB, maxmemory_policy="allkeys-lru", timeout=0)
+    small, large = base.evolve(maxmemory=12 * MB), base.evolve(maxmemory=36 * MB)
+    pol._filling = 10 * MB  # the interval ended with 10 MB in use and no eviction
+    got = pol.predicted_costs({"small": small, "large": large})
+    memory = pol.env.prices.memory_per_gib_hour * (24 * MB / GIB) * (pol._interval_s / 3600)
+    assert got["large"] - got["small"] == pytest.approx(memory, rel=1e-9)
+    pol._filling = None  # a full cache: the smaller config would have evicted, and the curves charge its misses
+    full = pol.predicted_costs({"small": small, "large": large})
+    assert full["large"] - full["small"] < memory
