@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cachetuner.cli.app import app, console, emit_json, out
+from cachetuner.cli.app import app, bench_app, console, emit_json, out
 
 
 def _setup_logging(level: str) -> None:
@@ -88,3 +88,50 @@ def chaos_cmd(
             r.get("notes", ""),
         )
     out.print(t)
+
+
+@bench_app.command("daemon-costs")
+def bench_daemon_costs_cmd(
+    intervals: int = typer.Option(80, "--intervals", min=10, help="60 s intervals each daemon runs"),
+    prices: str = typer.Option("scaled,cheap-backend", "--prices", help="comma-separated price presets"),
+    json_out: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+) -> None:
+    """The daemon's estimated saving against the measured one (an mrc and a static-default daemon on the same
+    simulated traffic), per workload x price preset."""
+    from typing import get_args
+
+    from rich.table import Table
+
+    from cachetuner.daemon.bench import bench_daemon_costs
+    from cachetuner.env.prices import PricesConfig
+    from cachetuner.errors import ConfigError
+    from cachetuner.mrc.bench import shared_traces_dir
+
+    presets = tuple(p.strip() for p in prices.split(",") if p.strip())
+    valid = get_args(PricesConfig.model_fields["preset"].annotation)
+    bad = [p for p in presets if p not in valid or p == "budget"]
+    if bad or not presets:
+        raise ConfigError(f"--prices: {', '.join(bad) or 'empty'}: not a priced preset; valid: "
+                          f"{', '.join(v for v in valid if v != 'budget')}")
+    with console.status("running daemons ...") as status:
+        res = bench_daemon_costs(shared_traces_dir(), prices=presets, intervals=intervals,
+                                 progress=lambda what: status.update(f"running daemons: {what}"))
+    if json_out:
+        emit_json(res)
+        return
+    t = Table(title="daemon: estimated vs measured saving (mrc against static-default, same traffic)")
+    for c in ("workload", "prices", "estimated", "measured"):
+        t.add_column(c)
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f} %"
+
+    for r in res["rows"]:
+        if "missing" in r:
+            t.add_row(r["workload"], "-", f"missing: {r['missing']}", "-")
+        else:
+            t.add_row(r["workload"], r["prices"], pct(r["estimated_saving"]), pct(r["measured_saving"]))
+    out.print(t)
+    s = res["summary"]
+    if s["mean_abs_error_pp"] is not None:
+        out.print(f"mean |estimated - measured| {s['mean_abs_error_pp']:.2f} pp, max {s['max_abs_error_pp']:.2f} pp "
+                  f"over {s['estimated']} of {s['cells']} cells")

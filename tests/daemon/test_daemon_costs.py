@@ -135,3 +135,20 @@ def test_a_cache_that_did_not_evict_prices_larger_configs_by_their_memory_only(t
     pol._filling = None  # a full cache: the smaller config would have evicted, and the curves charge its misses
     full = pol.predicted_costs({"small": small, "large": large})
     assert full["large"] - full["small"] < memory
+
+
+def test_bench_daemon_costs_reports_missing_traces_and_refuses_bad_prices(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from cachetuner.daemon.bench import WORKLOADS, bench_daemon_costs
+
+    res = bench_daemon_costs(tmp_path, prices=("scaled",), intervals=10)  # no shared traces here: only synthetic run
+    missing = [r for r in res["rows"] if "missing" in r]
+    assert len(missing) == 3 and all(r["missing"].startswith(str(tmp_path)) for r in missing)
+    ran = [r for r in res["rows"] if "missing" not in r]
+    assert len(ran) == len(WORKLOADS) - 3 == res["summary"]["cells"]
+    assert all(r["measured_saving"] is not None and -1 < r["measured_saving"] < 1 for r in ran)
+    bad = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "bench", "daemon-costs", "--prices", "budget"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --prices: budget: not a priced preset")
