@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, get_args
+import math
+from typing import Annotated, TypeVar, get_args
 
 import typer
+from pydantic import BaseModel, ValidationError
 from rich.table import Table
 
 from cachetuner.cli.app import app, bench_app, console, emit_json, out
@@ -24,7 +26,7 @@ from cachetuner.errors import ConfigError
 from cachetuner.registry import Registry
 from cachetuner.sim import SimParams, simulate
 from cachetuner.sim.bench import BENCH_REQUESTS, bench_against_libcachesim, default_bench_trace
-from cachetuner.sim.params import ClientParams, L2Params, MemoryParams
+from cachetuner.sim.params import REDIS_INT_MAX, ClientParams, L2Params, MemoryParams
 from cachetuner.sim.policies import POLICIES
 from cachetuner.sim.sizing import parse_size
 from cachetuner.traces import read_trace
@@ -50,6 +52,9 @@ ACCOUNTING.add("redis", "redis")
 ACCOUNTING.add("exact", "exact")
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
 def as_lookups(tr: Trace) -> Trace:
     """libCacheSim's request semantics for ``--accounting exact``: every request is a lookup (a miss
     fills the cache), no TTLs; so miss counts compare one to one with its LRU on any trace."""
@@ -58,6 +63,43 @@ def as_lookups(tr: Trace) -> Trace:
     import numpy as np
 
     return dataclasses.replace(tr, ops=np.zeros(len(tr), dtype=np.uint8), ttls=np.zeros(len(tr)), read_only=True)
+
+
+#: The option that sets each :class:`SimParams` field ``simulate`` fills in: an invalid value is named as typed.
+PARAM_OPTIONS = {
+    "per_key_overhead": "--per-key-overhead",
+    "base_used_memory": "--base-memory",
+    "n_clients": "--clients",
+    "capacity_bytes": "--l2-capacity",
+}
+
+#: ``--sim-seed`` is taken modulo 2^64 by the simulator: a larger seed would silently repeat a smaller one's run.
+MAX_SIM_SEED = 2**64 - 1
+
+
+def _param_model(model: type[M], **fields: object) -> M:
+    """``model(**fields)``, with a bad value reported in one line naming its option (``--clients=99999999999: Input
+    should be less than or equal to 100000``), not as pydantic's multi-line ValidationError."""
+    try:
+        return model(**fields)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else model.__name__
+        raise ConfigError(f"{PARAM_OPTIONS.get(field, field)}={first.get('input')!r}: {first['msg']}") from None
+
+
+def check_run_options(lfu_decay_time: int, timeout: int, interval: float, sim_seed: int) -> None:
+    """One-line errors for the numeric ``simulate`` options typer's ``min=`` does not cover: Redis's INT_MAX ceiling
+    of ``lfu-decay-time`` and ``timeout`` (a larger int ends in an OverflowError in the simulator), a nan, inf or
+    non-positive ``--interval`` (inf ran one window to t=inf; nan got typer's misleading ">= 0" message), and a
+    ``--sim-seed`` past 64 bits."""
+    for option, value in (("--lfu-decay-time", lfu_decay_time), ("--timeout", timeout)):
+        if value > REDIS_INT_MAX:
+            raise ConfigError(f"{option}={value}: more than Redis accepts ({REDIS_INT_MAX:,}, INT_MAX)")
+    if not math.isfinite(interval) or interval <= 0:
+        raise ConfigError(f"--interval={interval}: expected a positive, finite number of seconds")
+    if sim_seed > MAX_SIM_SEED:
+        raise ConfigError(f"--sim-seed={sim_seed}: at most 2^64-1 (the simulator's seed is 64 bits)")
 
 
 def _build_params(
@@ -74,7 +116,7 @@ def _build_params(
         if clash:
             raise ConfigError(f"--accounting exact charges value bytes only; drop {', '.join(clash)}")
         exact = SimParams.exact()
-        l2 = L2Params(enabled=l2_capacity > 0, capacity_bytes=l2_capacity)
+        l2 = _param_model(L2Params, enabled=l2_capacity > 0, capacity_bytes=l2_capacity)
         return exact.model_copy(update={"eviction_order": EVICTION_ORDERS.get(eviction_order), "l2": l2})
     p = SimParams(eviction_order=EVICTION_ORDERS.get(eviction_order))  # type: ignore[arg-type]
     mem = p.memory.model_dump()
@@ -85,8 +127,9 @@ def _build_params(
     cl = p.clients.model_dump()
     if clients is not None:
         cl["n_clients"] = clients
-    l2 = L2Params(enabled=l2_capacity > 0, capacity_bytes=l2_capacity)
-    return p.model_copy(update=dict(memory=MemoryParams(**mem), clients=ClientParams(**cl), l2=l2))
+    l2 = _param_model(L2Params, enabled=l2_capacity > 0, capacity_bytes=l2_capacity)
+    memory, client = _param_model(MemoryParams, **mem), _param_model(ClientParams, **cl)
+    return p.model_copy(update=dict(memory=memory, clients=client, l2=l2))
 
 
 @app.command("simulate")
@@ -120,12 +163,13 @@ def simulate_cmd(
                           "buffers) or exact (libCacheSim's: value bytes only, every request a lookup, no TTL; "
                           "cross-check miss counts)")
     ] = "redis",
-    interval: Annotated[float, typer.Option("--interval", min=0, help="seconds per reported interval")] = 60.0,
+    interval: Annotated[float, typer.Option("--interval", help="seconds per reported interval (> 0)")] = 60.0,
     sim_seed: Annotated[int, typer.Option("--sim-seed", min=0, help="seed of the simulator's random stream")] = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Replay a trace through the Redis 7 simulator under one configuration and report the totals."""
     POLICIES.get(policy, field="--policy")
+    check_run_options(lfu_decay_time, timeout, interval, sim_seed)
     tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
     if ACCOUNTING.get(accounting) == "exact":
         tr = as_lookups(tr)

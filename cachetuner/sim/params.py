@@ -12,9 +12,24 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: Largest byte figure the simulator takes (maxmemory, base memory, L2 capacity): 2^60 B = 1 EiB. Redis accepts
+#: maxmemory up to 2^64-1, but the simulator keeps bytes in int64 and adds base memory, client buffers and key
+#: charges to them; 1 EiB is beyond any machine and leaves that arithmetic 8x headroom below 2^63.
+MAX_BYTES = 1 << 60
+#: Largest flat per-key overhead: Redis caps one value at 512 MB (proto-max-bulk-len), so 1 GiB of overhead per key
+#: is beyond any real key, and keys x overhead stays inside int64 for billions of keys even with maxmemory 0.
+MAX_PER_KEY_OVERHEAD = 1 << 30
+#: Largest memory one client connection may add: 1 TiB x the 100,000 clients allowed stays below 2^57.
+MAX_CLIENT_BUFFER = 1 << 40
+#: Redis's INT_MAX: the largest ``lfu-decay-time`` and ``timeout`` Redis 7 accepts (``createIntConfig(..., 0, INT_MAX)``).
+REDIS_INT_MAX = 2**31 - 1
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Frozen, no unknown fields, and finite floats only: a nan or inf latency, cost or period would run through
+    the kernel and come out as nan totals or a loop that never ends, not as an error naming the field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class MemoryParams(_Model):
@@ -28,16 +43,16 @@ class MemoryParams(_Model):
     """
 
     per_key_overhead: int | None = Field(
-        None, ge=0, description="None = Redis 7 formula; int = flat bytes added to each value size"
+        None, ge=0, le=MAX_PER_KEY_OVERHEAD, description="None = Redis 7 formula; int = flat bytes added to each value size"
     )
     base_used_memory: int = Field(
-        927_000, ge=0, description="used_memory of an empty Redis 7.0 without clients (measured 0.93 MB)"
+        927_000, ge=0, le=MAX_BYTES, description="used_memory of an empty Redis 7.0 without clients (measured 0.93 MB)"
     )
     jemalloc_lg_quantum: Literal[3, 4] = Field(
         4, description="4: system jemalloc (Debian redis-server); 3: Redis's bundled jemalloc"
     )
-    default_key_bytes: int = Field(
-        48, ge=1, description="key name length when the trace gives none (e.g. 'llm:ans:' + 40 hex chars)"
+    default_key_bytes: int = Field(  # at most 512 MB: Redis's limit on a key name (proto-max-bulk-len)
+        48, ge=1, le=512 << 20, description="key name length when the trace gives none (e.g. 'llm:ans:' + 40 hex chars)"
     )
 
 
@@ -76,7 +91,7 @@ class L2Params(_Model):
     """
 
     enabled: bool = False
-    capacity_bytes: int = Field(0, ge=0)
+    capacity_bytes: int = Field(0, ge=0, le=MAX_BYTES)
     policy: Literal["lru", "fifo"] = "lru"
 
 
@@ -95,7 +110,7 @@ class ClientParams(_Model):
     n_clients: int = Field(32, ge=1, le=100_000)
     activity_skew: float = Field(1.0, ge=0)
     client_buffer_bytes: int = Field(
-        36_864, ge=0, description="used_memory per connected client (measured 36.9 KB on redis-server 7.0.15)"
+        36_864, ge=0, le=MAX_CLIENT_BUFFER, description="used_memory per connected client (measured 36.9 KB on redis-server 7.0.15)"
     )
 
 
@@ -110,11 +125,11 @@ class ActiveExpireParams(_Model):
 
     enabled: bool = True
     period_s: float = Field(0.1, gt=0)
-    keys_per_loop: int = Field(20, ge=1)
+    keys_per_loop: int = Field(20, ge=1, le=REDIS_INT_MAX)
     acceptable_stale_pct: float = Field(10.0, ge=0, le=100)
-    max_loops: int = Field(1000, ge=1)
+    max_loops: int = Field(1000, ge=1, le=REDIS_INT_MAX)
     max_catchup_cycles: int = Field(
-        600, ge=1, description="cycles replayed across an idle gap in the trace (the latest ones)"
+        600, ge=1, le=REDIS_INT_MAX, description="cycles replayed across an idle gap in the trace (the latest ones)"
     )
 
 

@@ -17,7 +17,7 @@ from cachetuner.errors import BackendError, ConfigError
 from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, histogram_quantile
 from cachetuner.resources import format_bytes, memory_available
 from cachetuner.sim import kernel as K
-from cachetuner.sim.params import SimParams
+from cachetuner.sim.params import MAX_BYTES, REDIS_INT_MAX, SimParams
 from cachetuner.sim.policies import SCORE_EXACT_LRU, get_policy
 from cachetuner.sim.slots import (
     C_BACKEND,
@@ -116,6 +116,21 @@ def ensure_state_fits(n_keys: int, available: int | None = None) -> None:
         )
 
 
+def check_sim_config(config: RedisConfig) -> None:
+    """One-line :class:`ConfigError` naming the field when ``config`` holds a value the simulator cannot take.
+
+    Why: :class:`RedisConfig` bounds ``maxmemory``, ``lfu_decay_time`` and ``timeout`` from below only, and a value
+    past int64 would end in an OverflowError traceback when written to the kernel's parameter array. The limits are
+    Redis's own for the two ints (INT_MAX) and :data:`~cachetuner.sim.params.MAX_BYTES` for maxmemory.
+    """
+    if config.maxmemory <= MAX_BYTES and config.lfu_decay_time <= REDIS_INT_MAX and config.timeout <= REDIS_INT_MAX:
+        return  # the common case, cheap: apply_config runs for every what-if mini cache
+    if config.maxmemory > MAX_BYTES:
+        raise ConfigError(f"maxmemory={config.maxmemory:,}: more than the simulator's limit of 2^60 bytes (1 EiB)")
+    name, value = ("lfu_decay_time", config.lfu_decay_time) if config.lfu_decay_time > REDIS_INT_MAX else ("timeout", config.timeout)
+    raise ConfigError(f"{name}={value:,}: more than Redis accepts ({REDIS_INT_MAX:,}, INT_MAX)")
+
+
 class SimCounts(NamedTuple):
     """The request counters of one interval, without the rest of a :class:`MetricsSnapshot`."""
 
@@ -164,6 +179,7 @@ class TieredCacheSim:
         self._key_bytes = np.asarray(key_bytes, dtype=np.int64)
         self._config = config or RedisConfig()
         get_policy(self._config.maxmemory_policy)
+        check_sim_config(self._config)
         ensure_state_fits(self.n_keys)
         self._state: KState = self._fresh_state()
         self._kstate = to_kernel(self._state)
@@ -237,6 +253,7 @@ class TieredCacheSim:
         pairs whose minutes are far in the past, so decay leaves existing keys cold, as in Redis.
         """
         get_policy(config.maxmemory_policy)
+        check_sim_config(config)  # before anything changes: a refused config leaves the cache as it was
         old = self._config
         self._config = config
         self._set_config_params(config)

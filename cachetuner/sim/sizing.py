@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import numpy as np
 
 from cachetuner.errors import ConfigError
 from cachetuner.sim.memory import key_charge
-from cachetuner.sim.params import SimParams
+from cachetuner.sim.params import MAX_BYTES, SimParams
 from cachetuner.traces.trace import Trace
 
 # Redis's own convention (redis.conf "Units"): k/m/g are powers of 1000, kb/mb/gb powers of 1024;
@@ -48,10 +49,12 @@ def parse_size(text: str | int, trace: Trace | None = None, params: SimParams | 
 
     A percentage sizes the cache to hold that share of the trace's working set as Redis would
     store it (memory model of ``params``), on top of the empty server's base memory and the client
-    buffers, so ``100%`` fits every key.
+    buffers, so ``100%`` fits every key (rounded down to a whole byte). An explicit size must come to
+    a whole number of bytes (``1.5`` or ``0.1kb`` is refused, not truncated: a silently rounded size
+    is a different experiment) and at most :data:`~cachetuner.sim.params.MAX_BYTES`.
     """
     if isinstance(text, int):
-        return text
+        return _checked_bytes(text, what, str(text))
     s = str(text).strip()
     if s.endswith("%"):
         if trace is None:
@@ -63,10 +66,24 @@ def parse_size(text: str | int, trace: Trace | None = None, params: SimParams | 
         if not 0 < pct <= 1000:
             raise ConfigError(f"{what}={s!r}: percentage must be in (0, 1000]")
         params = params or SimParams()
-        return int(params.fixed_bytes + pct / 100.0 * working_set_charge(trace, params))
+        return _checked_bytes(int(params.fixed_bytes + pct / 100.0 * working_set_charge(trace, params)), what, s)
     m = _SIZE.match(s)
     if not m or m.group(2).lower() not in _UNITS:
         raise ConfigError(
             f"{what}={s!r}: expected bytes with an optional unit (k, kb, mb, gb, KiB, MiB, GiB) or a percentage like 20%"
         )
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    n = Fraction(m.group(1)) * _UNITS[m.group(2).lower()]  # exact: "1.5GiB" is 1610612736 bytes, no float rounding
+    if n.denominator != 1:
+        whole = int(n)
+        raise ConfigError(f"{what}={s!r} is {float(n):.10g} bytes, not a whole number; give whole bytes, e.g. {whole} or {whole + 1}")
+    return _checked_bytes(int(n), what, s)
+
+
+def _checked_bytes(n: int, what: str, text: str) -> int:
+    """``n`` if it is a byte count the simulator can hold; a one-line :class:`ConfigError` naming ``what`` otherwise.
+    Why: the kernel keeps bytes in int64, and a larger figure would end in an OverflowError traceback."""
+    if n < 0:
+        raise ConfigError(f"{what}={text!r}: a size cannot be negative")
+    if n > MAX_BYTES:
+        raise ConfigError(f"{what}={text!r} is {n:,} bytes, more than the simulator's limit of 2^60 bytes (1 EiB)")
+    return n
