@@ -62,8 +62,9 @@ class RedisConfig(BaseModel):
     maxmemory_policy: Policy = "allkeys-lru"
     maxmemory_samples: int = Field(5, ge=1, le=64)
     lfu_log_factor: int = Field(10, ge=0, le=255)
-    lfu_decay_time: int = Field(1, ge=0, description="minutes")
-    timeout: int = Field(0, ge=0, description="idle client timeout in seconds; 0 = never")
+    # Redis 7 takes both as a C int: CONFIG SET refuses more than INT_MAX
+    lfu_decay_time: int = Field(1, ge=0, le=2**31 - 1, description="minutes")
+    timeout: int = Field(0, ge=0, le=2**31 - 1, description="idle client timeout in seconds; 0 = never")
 
     def to_redis(self) -> dict[str, str]:
         """``CONFIG SET`` names and values. ``exact-lru`` has no Redis equivalent and is refused."""
@@ -95,7 +96,7 @@ class TenantTarget(BaseModel):
     reverse; the QoS classes of the cache-architecture design give gold 80 ms, silver 120 ms and
     bronze 200 ms. ``weight`` scales the breach penalty (e.g. gold 3, bronze 0.5)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     p95_ms: float = Field(gt=0, description="the tenant's p95 ceiling (gold 80, silver 120, bronze 200 in the design)")
     weight: float = Field(1.0, ge=0, description="breach penalty multiplier (reward); the daemon treats any breach alike")

@@ -64,13 +64,46 @@ def validate_options(model: type[M], data: object) -> M:
         raise ConfigError(f"{option}: {_message(first)}{got}") from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a mapping with the same key twice: YAML itself lets the last one win, which
+    silently drops the first value a user wrote (``alpha: 0.8`` ... ``alpha: 1.2`` three screens below)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: its keys may be overridden here, by design
+                continue
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            try:
+                dup = key in seen
+            except TypeError:  # an unhashable key: let the constructor report it
+                break
+            if dup:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (the first value would be lost)", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_yaml(path: str | Path) -> dict:
-    """A YAML file whose top level is a mapping (empty file = ``{}``); one-line :class:`ConfigError` otherwise."""
+    """A YAML file whose top level is a mapping (empty file = ``{}``); one-line :class:`ConfigError` otherwise
+    (a missing file, a directory or device, text that is not UTF-8, invalid YAML, a key given twice)."""
     p = Path(path)
-    if not p.is_file():
+    if p.is_dir():
+        raise ConfigError(f"{p}: a directory, not a config file")
+    if not p.exists():
         raise ConfigError(f"{p}: config file not found")
+    if not p.is_file():
+        raise ConfigError(f"{p}: not a regular file (a config file is YAML text)")
     try:
-        data = yaml.safe_load(p.read_text())
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); a config file is YAML") from None
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read ({e.strerror or e})") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

@@ -25,7 +25,7 @@ class ArmConfig(BaseModel):
     """One arm: exactly one of ``tuner`` (a registered baseline name), ``model`` (a trained PPO
     model .zip) or ``config`` (a fixed Redis configuration, e.g. what production runs today)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     tuner: str | None = Field(None, description="registered tuner: static-default, best-static, hill-climb, optuna, ...")
     model: str | None = Field(None, description="PPO model .zip (cachetuner train); the arm runs tuner 'ppo'")
@@ -79,7 +79,7 @@ class ArmConfig(BaseModel):
 class StatsConfig(BaseModel):
     """How the verdict is reached (see :mod:`cachetuner.ab.stats`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     method: Literal["fixed-horizon", "msprt"] = Field(
         "fixed-horizon",
@@ -88,7 +88,7 @@ class StatsConfig(BaseModel):
     alpha: float = Field(0.05, gt=0, lt=0.5, description="1 - confidence level")
     n_resamples: int = Field(2000, ge=100, description="bootstrap resamples")
     block_len: int | None = Field(None, ge=1, description="intervals per bootstrap block; None = automatic")
-    seed: int = Field(0, description="seeds the bootstrap (reproducible CIs)")
+    seed: int = Field(0, ge=0, description="seeds the bootstrap (reproducible CIs)")
 
 
 class ShadowConfig(BaseModel):
@@ -97,7 +97,7 @@ class ShadowConfig(BaseModel):
     control serves under its TTL policy and both policies run on the minis
     (:mod:`cachetuner.ab.ttl_shadow`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     control_backend: Literal["live", "sim"] = Field(
         "live", description="live: the real Redis; sim: the simulator (validates the estimator against sim mode)"
@@ -118,7 +118,7 @@ class ShadowConfig(BaseModel):
 
 
 class TrackingConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     tracking_uri: str | None = Field(None, description="None = MLFLOW_TRACKING_URI or sqlite:///mlflow.db")
@@ -126,7 +126,7 @@ class TrackingConfig(BaseModel):
 
 
 class PromotionConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     daemon_config: str | None = Field(None, description="daemon YAML `cachetuner ab promote` writes the treatment into")
     log: str = Field("runs/ab/promotions.jsonl", description="one JSON line per promotion decision")
@@ -135,11 +135,11 @@ class PromotionConfig(BaseModel):
 class ABConfig(BaseModel):
     """Everything ``cachetuner ab --config`` reads."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field("ab", pattern=r"^[A-Za-z0-9_.-]+$")
     mode: Literal["sim", "shadow"] = "sim"
-    seed: int = Field(0, description="workload window and simulator seed, identical for both arms")
+    seed: int = Field(0, ge=0, description="workload window and simulator seed, identical for both arms")
     horizon_intervals: int = Field(..., ge=2, description="intervals to observe before a verdict (declared up front)")
     primary_metric: Literal["cost", "hit_ratio", "byte_hit_ratio", "p95_ms"] = "cost"
     control: ArmConfig

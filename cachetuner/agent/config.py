@@ -8,7 +8,7 @@ One model per concern (PPO hyperparameters, periodic evaluation, early stopping,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
@@ -22,7 +22,7 @@ class PPOParams(BaseModel):
     """The subset of :class:`stable_baselines3.PPO` arguments worth tuning here (SB3's meaning and defaults
     unless noted). ``n_steps`` is per environment: one rollout is ``n_steps * n_envs`` intervals."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     learning_rate: float = Field(3e-4, gt=0)
     n_steps: int = Field(128, ge=2, description="steps per env per rollout (SB3 default 2048 is far too long here)")
@@ -36,7 +36,9 @@ class PPOParams(BaseModel):
     max_grad_norm: float = Field(0.5, gt=0)
     target_kl: float | None = None
     normalize_advantage: bool = True
-    net_arch: list[int] = Field(default_factory=lambda: [64, 64], description="hidden layers of both pi and vf")
+    net_arch: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: [64, 64], description="hidden layers of both pi and vf (units per layer, >= 1)"
+    )
     activation: Literal["tanh", "relu"] = "tanh"
     init_action: int | None = Field(
         None, ge=0, description="start with this action preferred (its logit +3): for mrc-offset, 3 = follow the mrc "
@@ -54,7 +56,7 @@ class EvalSettings(BaseModel):
     (``options={"workload": i, "start": "begin"}``) so that successive evaluations are comparable.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     eval_freq: int = Field(2048, ge=1, description="total env steps (all envs together) between evaluations")
@@ -65,7 +67,7 @@ class EvalSettings(BaseModel):
 class EarlyStopSettings(BaseModel):
     """SB3 ``StopTrainingOnNoModelImprovement`` after each evaluation (needs ``eval.enabled``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     max_no_improvement_evals: int = Field(6, ge=1)
@@ -75,10 +77,10 @@ class EarlyStopSettings(BaseModel):
 class TrainConfig(BaseModel):
     """A whole training experiment: env, algorithm, evaluation, where results go."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     experiment: str = Field(..., min_length=1, description="MLflow experiment name and run-name component")
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     total_timesteps: int = Field(..., ge=1, description="env steps (= tuning intervals) over all envs")
     n_envs: int = Field(2, ge=1)
     vec_env: Literal["dummy", "subproc"] = Field(

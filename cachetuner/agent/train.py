@@ -174,7 +174,13 @@ def build_model(cfg: TrainConfig, vec_env: Any) -> Any:
         verbose=0,
     )
     if p.init_action is not None:
-        bias_toward(model, p.init_action)
+        from cachetuner.errors import ConfigError
+
+        try:
+            bias_toward(model, p.init_action)
+        except ConfigError as e:  # say which action space, and where it came from
+            where = "given in env.actions" if "env" in cfg.model_fields_set else "the default: the config has no env: section"
+            raise ConfigError(f"{e} (env.actions.space {cfg.env.actions.space!r}, {where})") from None
     return model
 
 

@@ -34,6 +34,10 @@ def daemon_cmd(
     from cachetuner.daemon.config import load_daemon_config
     from cachetuner.daemon.loop import Daemon
 
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        from cachetuner.errors import ConfigError
+
+        raise ConfigError(f"--log-level: {log_level!r}; valid: DEBUG, INFO, WARNING, ERROR")
     _setup_logging(log_level)
     cfg = load_daemon_config(config)
     if max_iterations is not None:

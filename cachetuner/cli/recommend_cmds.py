@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -42,6 +43,9 @@ def prices_from_options(preset: str | None, budget: str | None, memory_price: fl
 
     chosen = price_option(preset, budget)
     base = chosen if isinstance(chosen, PricesConfig) else PricesConfig(preset=chosen or "scaled")  # type: ignore[arg-type]
+    for option, v in (("--memory-price", memory_price), ("--miss-price", miss_price)):
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise ConfigError(f"{option}: must be a finite number >= 0, got {v}")
     update = {k: v for k, v in (("memory_per_gib_hour", memory_price), ("per_miss", miss_price)) if v is not None}
     if update.get("per_miss") == 0:
         raise ConfigError("--miss-price: must be > 0 (a free miss makes the smallest cache always cheapest)")
@@ -106,9 +110,12 @@ def recommend_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     from cachetuner.mrc.config import MRCConfig
+    from cachetuner.outputs import IMAGE_SUFFIXES, check_output_file
     from cachetuner.reports.recommend import run_recommend
     from cachetuner.sim.sizing import parse_size
 
+    if plot is not None:  # before the trace is read: a bad path must not cost the whole run
+        check_output_file(plot, "--plot", suffixes=IMAGE_SUFFIXES)
     chosen = _policies(policies)
     price_cfg = prices_from_options(prices, budget, memory_price, miss_price)
     tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)

@@ -92,12 +92,11 @@ def convert(
     json_out: JsonOpt = False,
 ) -> None:
     """Write a trace (any format, a synthetic workload, a bundled excerpt) as libCacheSim lcs or csv."""
-    from cachetuner.errors import ConfigError
+    from cachetuner.outputs import check_output_file
     from cachetuner.traces.writers import get_writer, write_trace
 
     get_writer(to)  # an unknown format fails before a large trace is read
-    if out_path.exists() and not force:
-        raise ConfigError(f"--out {out_path}: exists; pass --force to overwrite it")
+    check_output_file(out_path, "--out", force=force)
     tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
     res = write_trace(tr, out_path, to)
     if json_out:

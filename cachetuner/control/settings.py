@@ -16,7 +16,7 @@ class GridSettings(BaseModel):
     env's action space can express, so that no baseline can pick a config PPO cannot.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     n_sizes: int = Field(8, ge=2, description="sizes, geometric between the maxmemory bounds")
     policies: list[Policy] | None = Field(None, description="None = the policies of the action space")
@@ -26,7 +26,7 @@ class GridSettings(BaseModel):
 class HillClimbSettings(BaseModel):
     """Cliffhanger-style gradient climbing on the local slope of the hit-ratio curve."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     policy_margin: float = Field(0.01, ge=0, description="hit-ratio margin the other policy must win by to switch")
     max_step: float = Field(1.25, gt=1, description="size change per interval, as a factor (the shadow-queue width)")
@@ -35,7 +35,7 @@ class HillClimbSettings(BaseModel):
 class OptunaSettings(BaseModel):
     """Online TPE: every interval is one trial scored by that interval's cost."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     n_startup_trials: int = Field(8, ge=1)
 
@@ -43,7 +43,7 @@ class OptunaSettings(BaseModel):
 class SizedOnceSettings(BaseModel):
     """``sized-once``: how long the operator measures before sizing the cache."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     observe_intervals: int = Field(
         30, ge=1, description="intervals run at the initial config before the one decision (5 min at 10 s)"
@@ -56,7 +56,7 @@ class SizedOnceSettings(BaseModel):
 class PPOSettings(BaseModel):
     """``ppo``: how a trained policy's actions are used (the policy itself is the artifact)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     defer_cold: bool | None = Field(
         None, description="null = the policy artifact's own setting (its train_config.yaml's controllers.ppo; false "
@@ -73,7 +73,7 @@ class PPOSettings(BaseModel):
 class OracleSettings(BaseModel):
     """Receding-horizon hindsight oracle (see :class:`cachetuner.control.hindsight.Oracle`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     horizon: int | None = Field(
         1, ge=1, description="intervals each candidate is held in the lookahead (None = to the episode end)"
@@ -82,7 +82,7 @@ class OracleSettings(BaseModel):
 
 
 class ControlSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     static_maxmemory: int | None = Field(
         None, ge=1, description="static-default size in bytes; None = the env's initial maxmemory"

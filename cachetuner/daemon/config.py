@@ -27,7 +27,7 @@ class Bounds(BaseModel):
     config, immediately before ``CONFIG SET`` (:func:`cachetuner.daemon.guardrails.bounds_violations`).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     maxmemory_min: int = Field(..., ge=1, description="bytes; 0 (unlimited) is never allowed")
     maxmemory_max: int = Field(..., ge=1, description="bytes")
@@ -50,7 +50,7 @@ class Bounds(BaseModel):
 class SLO(BaseModel):
     """Service-level objective evaluated on every fresh snapshot; ``None`` disables a term."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     p95_latency_ms: float | None = Field(None, gt=0, description="client-side p95 latency ceiling")
     min_hit_ratio: float | None = Field(None, ge=0, le=1)
@@ -64,7 +64,7 @@ class SLO(BaseModel):
 class RollbackConfig(BaseModel):
     """Return to the last known-good config when the SLO breaks shortly after a change."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     window_intervals: int = Field(
@@ -78,7 +78,7 @@ class RollbackConfig(BaseModel):
 class TargetConfig(BaseModel):
     """One Redis instance (tenant / shard) with its own metrics source, bounds and SLO."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(..., pattern=r"^[A-Za-z0-9_.-]+$")
     backend: Literal["live", "sim"] = "live"
@@ -101,6 +101,11 @@ class TargetConfig(BaseModel):
     def _check(self) -> TargetConfig:
         if self.backend == "live" and (not self.redis_url or not self.prometheus_url):
             raise ValueError("live targets need redis_url and prometheus_url")
+        # redis-py reads a URL without a scheme as a path on localhost: "notaurl" would connect to 127.0.0.1
+        if self.redis_url and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(f"redis_url {self.redis_url!r}: expected redis://[user@]host:port/db (or rediss://, unix://)")
+        if self.prometheus_url and not self.prometheus_url.startswith(("http://", "https://")):
+            raise ValueError(f"prometheus_url {self.prometheus_url!r}: expected http://host:port")
         return self
 
 
@@ -113,7 +118,7 @@ class PolicyConfig(BaseModel):
     with ``model: default`` runs the shipped policy.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = "mrc"
     model: str | None = Field(
@@ -124,7 +129,7 @@ class PolicyConfig(BaseModel):
     )
     env_section: str = "env"
     deterministic: bool = True
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the policy/tuner")
     history: WorkloadSpec | None = Field(
         None, description="mrc-history only: a trace of the target's past traffic, with the key ids of its sampled "
@@ -146,7 +151,7 @@ class HotnessConfig(BaseModel):
     for PPO models trained with them. Triton first; on any failure the in-process model answers and a
     circuit breaker keeps Triton out of the loop for ``retry_after_s`` (``FallbackPredictor``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = False
     model_path: str | None = Field(None, description="TorchScript model.pt (the in-process fallback, same weights)")
@@ -164,7 +169,7 @@ class HotnessConfig(BaseModel):
 
 
 class HttpConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     host: str = Field("127.0.0.1", description="loopback by default; expose deliberately")
     port: int = Field(9464, ge=0, le=65535, description="0 = any free port (written to <state_dir>/daemon.addr)")
@@ -176,7 +181,7 @@ class HttpConfig(BaseModel):
 
 
 class TrackingConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     tracking_uri: str | None = None
@@ -187,7 +192,7 @@ class RolloutConfig(BaseModel):
     """``independent``: every target runs the policy. ``staged``: only ``canary`` does; its config is
     promoted to the other targets after ``promote_after`` consecutive SLO-passing intervals."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     mode: Literal["independent", "staged"] = "independent"
     canary: str | None = None
@@ -195,17 +200,23 @@ class RolloutConfig(BaseModel):
 
 
 class BackoffConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     initial_s: float = Field(1.0, gt=0)
     max_s: float = Field(60.0, gt=0)
     factor: float = Field(2.0, ge=1)
 
+    @model_validator(mode="after")
+    def _check(self) -> BackoffConfig:
+        if self.max_s < self.initial_s:
+            raise ValueError(f"max_s ({self.max_s:g}) must be at least initial_s ({self.initial_s:g})")
+        return self
+
 
 class DaemonConfig(BaseModel):
     """Everything ``cachetuner daemon --config`` reads."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     interval_s: float = Field(10.0, gt=0, description="seconds between decisions")
     dry_run: bool = Field(False, description="decide, guard and log, never CONFIG SET")

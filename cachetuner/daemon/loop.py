@@ -34,6 +34,7 @@ from cachetuner.daemon.runner import TargetRunner
 from cachetuner.daemon.secrets import credentialed_url, scrub_text
 from cachetuner.daemon.state import DaemonState, load_state, save_state
 from cachetuner.daemon.telemetry import DaemonHTTPServer, DaemonMetrics
+from cachetuner.env import EnvConfig
 from cachetuner.errors import ConfigError
 
 log = logging.getLogger("cachetuner.daemon")
@@ -47,8 +48,15 @@ def make_backend(cfg: DaemonConfig, target: TargetConfig) -> CacheBackend:
 
         assert target.prometheus_url is not None
         return LiveRedisBackend(credentialed_url(target), target.prometheus_url, cfg.interval_s, **opts)
-    from cachetuner.env import EnvConfig, SimBackend
+    from cachetuner.env import SimBackend
 
+    return SimBackend(sim_env_config(target))
+
+
+def sim_env_config(target: TargetConfig) -> EnvConfig:
+    """A sim target's env config from its ``backend_options`` (``env:`` inline, or ``env_config:`` + ``env_section:``);
+    a one-line :class:`ConfigError` for a bad env or an unknown key."""
+    opts = dict(target.backend_options)
     if "env_config" in opts:
         env_cfg = EnvConfig.from_yaml(opts.pop("env_config"), key=opts.pop("env_section", "env"))
     else:
@@ -57,7 +65,7 @@ def make_backend(cfg: DaemonConfig, target: TargetConfig) -> CacheBackend:
         env_cfg = validate(EnvConfig, opts.pop("env", {}), f"targets.{target.name}.backend_options.env")
     if opts:
         raise ConfigError(f"targets.{target.name}.backend_options: unknown keys {sorted(opts)} for a sim target")
-    return SimBackend(env_cfg)
+    return env_cfg
 
 
 def resolved_config(cfg: DaemonConfig) -> dict[str, Any]:
@@ -104,6 +112,8 @@ class Daemon:
                         pending=[p for p in pending.values() if p.get("target") == t.name],
                         on_state_change=self.save_state,
                 )
+                if t.backend == "sim":  # checked now: a bad env in backend_options stops the start, not every loop
+                    sim_env_config(t)
                 if cfg.rollout.mode == "independent" or t.name == cfg.rollout.canary:
                     runner.policy = make_policy(cfg, t, functools.partial(getattr, runner, "backend"))
                 self.runners.append(runner)

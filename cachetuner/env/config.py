@@ -46,14 +46,14 @@ class WorkloadSpec(BaseModel):
     (``None`` = the reader's default; a tenant workload takes none of them).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     trace: str = Field(..., min_length=1, description="path or synthetic:NAME")
     name: str | None = Field(None, description="label in info/plots; default = trace")
     format: str = "auto"
     size_model: str | None = None
     rate: float | None = Field(None, gt=0, description="requests/s for traces without timestamps")
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
     skip: int = Field(
         0, ge=0, description="then drop this many requests from the start: the episode replays the rest (a suite's "
@@ -88,7 +88,7 @@ class MemoryBounds(BaseModel):
     the trace (values + key names + per-entry overhead), so bounds scale with each workload.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     min_bytes: int | None = Field(None, ge=1)
     max_bytes: int | None = Field(None, ge=1)
@@ -146,7 +146,7 @@ class ActionConfig(BaseModel):
     their action and observation shapes.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     space: Literal["multidiscrete", "discrete12", "mrc-offset"] = "multidiscrete"
     memory_steps: list[float] = Field(
@@ -224,7 +224,7 @@ class RewardConfig(BaseModel):
     With list prices (~$0.016/GiB-h RAM vs ~$0.002 per call, ratio 8) the largest cache always wins.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     kind: Literal["cost", "seed"] = "cost"
     memory_cost_per_gb_hour: float = Field(6e5, ge=0, description="cost units per GiB of maxmemory per hour")
@@ -253,7 +253,7 @@ class RewardConfig(BaseModel):
 class ObservationConfig(BaseModel):
     """Normalisation references of the observation vector."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     rate_reference_rps: float | None = Field(
         None, gt=0, description="request rate mapped to 0; None = the workload's mean rate"
@@ -270,7 +270,7 @@ class ObservationConfig(BaseModel):
 class WhatIfConfig(BaseModel):
     """Miniature simulations on a spatially hashed key sample (SHARDS); see :mod:`cachetuner.env.whatif`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     rate: float = Field(0.01, gt=0, le=1, description="share of the key space sampled")
@@ -285,7 +285,7 @@ class WhatIfConfig(BaseModel):
 class EnvConfig(BaseModel):
     """Everything that defines a :class:`~cachetuner.env.cache_env.CacheTuningEnv`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     workloads: list[WorkloadSpec] = Field(
         default_factory=lambda: [WorkloadSpec(trace="synthetic:zipf", params=dict(DEFAULT_WORKLOAD_PARAMS))],

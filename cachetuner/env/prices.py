@@ -40,7 +40,7 @@ class PricesConfig(BaseModel):
     it is deployed at).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     preset: Literal["list", "scaled", "cheap-backend", "budget"] = "scaled"
     memory_per_gib_hour: float | None = Field(None, ge=0, description="$ per GiB of maxmemory per hour")

@@ -48,7 +48,7 @@ for _p in REDIS_POLICIES:
 class FidelityOptions(BaseModel):
     """What to compare."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     sizes: tuple[float, ...] = Field((0.05, 0.2, 0.5), description="maxmemory as fractions of the working set")
     policies: tuple[str, ...] = Field(REDIS_POLICIES, description="maxmemory-policy values to test")

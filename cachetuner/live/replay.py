@@ -84,7 +84,7 @@ LIST_MAX_REQUESTS = 3_000_000
 class ReplayOptions(BaseModel):
     """How to replay. Pacing: ``rate`` (requests/s), else ``speedup`` over trace timestamps, else flat out."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     rate: float | None = Field(None, gt=0, description="fixed request rate (req/s); request i is due at i/rate")
     speedup: float | None = Field(None, gt=0, description="replay trace timestamps this many times faster")

@@ -26,7 +26,7 @@ class MRCConfig(BaseModel):
     feeds all of them.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     n_sizes: int = Field(24, ge=4, le=128, description="log-spaced absolute sizes spanning the maxmemory bounds")

@@ -65,7 +65,7 @@ from cachetuner.space import ConfigSpace
 class MRCControlSettings(BaseModel):
     """The ``mrc`` controller (Macaron-style cost minimisation on miss-ratio curves)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     n_candidates: int = Field(96, ge=8, description="log-spaced candidate sizes between the bounds")
     hysteresis: float = Field(

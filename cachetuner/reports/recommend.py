@@ -50,7 +50,6 @@ def run_recommend(
     result["prices"]["preset"] = prices.preset
     fig = recommendation_figure(rec)
     if plot is not None:
-        plot.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(plot, dpi=110, bbox_inches="tight")
     if not log:
         import matplotlib.pyplot as plt

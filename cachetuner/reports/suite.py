@@ -23,7 +23,7 @@ import json
 import math
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -43,7 +43,7 @@ from cachetuner.yamlconfig import load_model
 class SuiteTrace(BaseModel):
     """One held-out trace (the arguments of ``cachetuner evaluate --trace``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     trace: str
     name: str | None = None
@@ -94,22 +94,37 @@ def _default_prices() -> list[PriceEntry]:
     return ["scaled"]
 
 
-class SuiteVariant(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _check_traces(entries: list[SuiteTrace] | None) -> list[SuiteTrace] | None:
+    """Each trace entry needs its own label: cells and the summary are keyed by it, so two entries of one name
+    (the same file at two rates) would be reported as one trace."""
+    labels = [t.label for t in entries or []]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise ValueError(f"two or more entries are labelled {', '.join(map(repr, dup))}: give each a distinct name:")
+    return entries
 
-    traces: list[SuiteTrace] | None = None
-    prices: list[PriceEntry] | None = None
-    seeds: list[int] | None = None
-    intervals: int | None = None
-    controllers: list[str] | None = None
+
+#: a seed list of a suite: at least one, none negative
+Seeds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+
+
+class SuiteVariant(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    traces: list[SuiteTrace] | None = Field(None, min_length=1)
+    prices: list[PriceEntry] | None = Field(None, min_length=1)
+    seeds: Seeds | None = None
+    intervals: int | None = Field(None, ge=1)
+    controllers: list[str] | None = Field(None, min_length=1)
 
     _prices = field_validator("prices")(_check_prices)
+    _traces = field_validator("traces")(_check_traces)
 
 
 class SuiteConfig(BaseModel):
     """``experiments/suite.yaml``: the default suite, and its ``full`` variant (``--full``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = "suite"
     model: str | None = Field("default", description="policy for the ppo controller: a path, runs:/ URI or default")
@@ -117,14 +132,15 @@ class SuiteConfig(BaseModel):
         None, description="experiment YAML for the env and controller settings; None = the model's training config"
     )
     controllers: list[str] = Field(
-        default_factory=lambda: ["ppo", "mrc", "static-default", "best-static", "dp-hindsight", "hill-climb"]
+        default_factory=lambda: ["ppo", "mrc", "static-default", "best-static", "dp-hindsight", "hill-climb"],
+        min_length=1,
     )
     traces: list[SuiteTrace] = Field(..., min_length=1)
     prices: list[PriceEntry] = Field(
-        default_factory=_default_prices,
+        default_factory=_default_prices, min_length=1,
         description="price regimes: preset names (cachetuner.env.prices) or mappings of PricesConfig fields with a name",
     )
-    seeds: list[int] = Field(default_factory=lambda: [0])
+    seeds: Seeds = Field(default_factory=lambda: [0])
     intervals: int | None = Field(None, ge=1, description="episode length; None = whole traces")
     history: float | None = Field(
         None, gt=0, lt=1, description="replay only the rest of each trace after this share; the `recommended` "
@@ -133,8 +149,13 @@ class SuiteConfig(BaseModel):
     full: SuiteVariant | None = None
 
     _prices = field_validator("prices")(_check_prices)
+    _traces = field_validator("traces")(_check_traces)
 
-    def resolved(self, full: bool) -> SuiteConfig:
+    def resolved(self, full: bool, source: object = "suite") -> SuiteConfig:
+        """The suite, or with ``full`` its ``full:`` variant; ``--full`` on a suite without one is refused (it would
+        run the plain suite under the full suite's label)."""
+        if full and self.full is None:
+            raise ConfigError(f"{source}: --full: the suite has no full: section")
         if not full or self.full is None:
             return self
         # attributes, not model_dump(): a spelled-out price regime must stay a SuitePrices
@@ -270,7 +291,7 @@ def run_suite(
 
     ``ray_address``: None = cells in turn in this process; ``local`` = Ray started here with
     ``num_cpus`` workers; ``auto`` / ``HOST:PORT`` / ``ray://HOST:PORT`` = a Ray cluster."""
-    suite = load_model(SuiteConfig, path).resolved(full).located(path)
+    suite = load_model(SuiteConfig, path).resolved(full, path).located(path)
     if ray_address is not None:
         from cachetuner.cluster import check_address
 

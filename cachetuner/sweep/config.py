@@ -25,7 +25,7 @@ class Dimension(BaseModel):
     """One search dimension: exactly one of ``loguniform``/``uniform`` ``[low, high]``, ``randint``
     ``[low, high]`` (both ends included) or ``choice`` ``[values...]``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     loguniform: tuple[float, float] | None = None
     uniform: tuple[float, float] | None = None
@@ -68,7 +68,7 @@ class Dimension(BaseModel):
 class AshaSettings(BaseModel):
     """ASHA early stopping (Ray Tune ``ASHAScheduler``), counted in evaluations."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     enabled: bool = True
     grace_period: int = Field(1, ge=1, description="evaluations every trial gets before it can be stopped")
@@ -78,7 +78,7 @@ class AshaSettings(BaseModel):
 class SweepConfig(BaseModel):
     """A hyperparameter sweep: Optuna (TPE) proposes, ASHA stops the weak, each trial is ``train``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     train: str | dict[str, Any] = Field(..., description="base experiment: a training YAML path or an inline mapping")
@@ -89,7 +89,7 @@ class SweepConfig(BaseModel):
     points_to_evaluate: list[dict[str, Any]] = Field(
         default_factory=list, description="configs tried first (known-good settings), keys as in search"
     )
-    seed: int = Field(0, description="seed of Optuna's sampler")
+    seed: int = Field(0, ge=0, description="seed of Optuna's sampler")
     asha: AshaSettings = Field(default_factory=AshaSettings)
     experiment: str | None = Field(None, description="MLflow experiment; default sweep-NAME")
     register_as: str | None = Field(None, description="registered model name; default cachetuner-NAME")
