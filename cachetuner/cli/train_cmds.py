@@ -128,13 +128,15 @@ def evaluate_cmd(
         else:
             print_suite(res, out)
         return
-    if ray_address is not None:
-        from cachetuner.errors import ConfigError
-
-        raise ConfigError("--ray-address: only with --suite (a single evaluation is one process)")
+    from cachetuner.errors import ConfigError
     from cachetuner.reports.evaluate import price_option, run_evaluation
 
-    names = [t.strip() for t in tuners.split(",") if t.strip()] if tuners else None
+    if ray_address is not None:
+        raise ConfigError("--ray-address: only with --suite (a single evaluation is one process)")
+
+    names = [t.strip() for t in tuners.split(",") if t.strip()] if tuners is not None else None
+    if names == []:
+        raise ConfigError("--tuners: give at least one controller name (omit --tuners for all)")
     result, report = run_evaluation(
         model=model, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed, limit=limit,
         params=load_params_file(params) or {}, config=config, controllers=names, workload=workload,

@@ -114,11 +114,27 @@ def resolve_model_uri(uri: str | Path, cache_dir: Path | None = None, tracking_u
     return zips[0], side
 
 
+def _check_sb3_zip(path: Path) -> None:
+    """A one-line error for a file that is not a stable-baselines3 save (a zip holding ``data`` and the policy's
+    weights), before anything asks for its training config: "no train_config.yaml" would send the user looking for
+    the wrong thing."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+    except (zipfile.BadZipFile, OSError) as e:
+        raise ConfigError(f"{path}: not a trained policy (model.zip from `cachetuner train`): {e}") from None
+    if not {"data", "policy.pth"} <= names:
+        raise ConfigError(f"{path}: not a trained policy (a zip without stable-baselines3's data and policy.pth)")
+
+
 def load_policy(
     uri: str | Path, *, config: str | Path | None = None, cache_dir: Path | None = None, tracking_uri: str | None = None
 ) -> PolicyArtifact:
     """Load a trained policy and its training config (``config`` overrides the sidecar)."""
     model_path, side = resolve_model_uri(uri, cache_dir, tracking_uri)
+    _check_sb3_zip(model_path)
     cfg_path = Path(config) if config is not None else side
     if not cfg_path.is_file():
         raise ConfigError(

@@ -59,10 +59,15 @@ SHARED_TRACES: tuple[tuple[str, str], ...] = (
 
 def choose_shared(traces: str | None) -> list[tuple[str, str]] | None:
     """``--traces a,b``: (path, format) pairs, the format known for the shared traces (else "auto"); None = all."""
-    if not traces:
+    if traces is None:
         return None
     fmts = dict(SHARED_TRACES)
-    return [(t.strip(), fmts.get(t.strip(), "auto")) for t in traces.split(",") if t.strip()]
+    chosen = [(t.strip(), fmts.get(t.strip(), "auto")) for t in traces.split(",") if t.strip()]
+    if not chosen:
+        from cachetuner.errors import ConfigError
+
+        raise ConfigError("--traces: give at least one trace path (omit --traces for all)")
+    return chosen
 
 
 @dataclass

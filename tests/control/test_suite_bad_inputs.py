@@ -47,3 +47,26 @@ def test_full_needs_a_full_section(tmp_path: Path) -> None:
     assert suite.resolved(False, f) is suite
     with pytest.raises(ConfigError, match=r"suite.yaml: --full: the suite has no full: section"):
         suite.resolved(True, f)
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["evaluate", "--tuners", ","], "--tuners: give at least one controller name (omit --tuners for all)"),
+        (["bench", "mrc", "--traces", ","], "--traces: give at least one trace path (omit --traces for all)"),
+        (["evaluate", "--model", "{tmp}/g.zip"], "{tmp}/g.zip: not a trained policy (model.zip from `cachetuner train`)"),
+        (["evaluate", "--model", "{tmp}/other.zip"],
+         "{tmp}/other.zip: not a trained policy (a zip without stable-baselines3's data and policy.pth)"),
+    ],
+)
+def test_evaluate_inputs_are_one_line(tmp_path: Path, args: list[str], why: str) -> None:
+    import subprocess
+    import sys
+    import zipfile
+
+    (tmp_path / "g.zip").write_bytes(b"garbage")
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as z:
+        z.writestr("a.txt", "x")
+    r = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", *[a.format(tmp=tmp_path) for a in args]],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {why.format(tmp=tmp_path)}") and r.stderr.count("\n") == 1
