@@ -9,6 +9,7 @@ decides from its (estimated) observations, so its decisions may legitimately dif
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,38 @@ from cachetuner.ab.config import ABConfig
 from cachetuner.ab.result import ABResult
 from cachetuner.ab.runner import run_ab
 from cachetuner.ab.stats import METRICS
+from cachetuner.errors import ConfigError
+
+#: Shortest A/A series :func:`calibration` takes (an A/B run needs at least 2 intervals: ``horizon_intervals``).
+MIN_LENGTH = 2
+#: Longest one (each bootstrap draws an ``n_resamples x n`` index array; 10,000 x 1,000 is 80 MB).
+MAX_LENGTH = 10_000
+
+
+def check_rates(rates: list[float], name: str = "rates") -> list[float]:
+    """Shadow sampling rates: at least one, each in (0, 1]; a one-line :class:`ConfigError` naming ``name``."""
+    if not rates:
+        raise ConfigError(f"{name}: give at least one sampling rate, e.g. 0.01,0.05")
+    for r in rates:
+        if not 0 < r <= 1:  # NaN fails too
+            raise ConfigError(f"{name}: a sampling rate is a share of the key space in (0, 1], got {r!r}")
+    return rates
+
+
+def check_calibration(lengths: list[int], phis: list[float], prefix: str = "") -> None:
+    """A/A calibration grid: lengths in [MIN_LENGTH, MAX_LENGTH] intervals, AR(1) coefficients finite with
+    ``|phi| < 1`` (a stationary series); a one-line :class:`ConfigError` naming ``prefix + 'lengths'`` / ``'phis'``."""
+    if not lengths:
+        raise ConfigError(f"{prefix}lengths: give at least one number of intervals, e.g. 30,60")
+    for n in lengths:
+        if not MIN_LENGTH <= n <= MAX_LENGTH:
+            raise ConfigError(f"{prefix}lengths: a number of intervals must be in [{MIN_LENGTH}, {MAX_LENGTH:,}], got {n}")
+    if not phis:
+        raise ConfigError(f"{prefix}phis: give at least one AR(1) coefficient, e.g. 0,0.5")
+    for phi in phis:
+        if not (math.isfinite(phi) and abs(phi) < 1):
+            raise ConfigError(f"{prefix}phis: an AR(1) coefficient must be finite with |phi| < 1 (a stationary "
+                              f"series), got {phi!r}")  # fmt: skip
 
 _SCALE = {"hit_ratio": 100.0, "byte_hit_ratio": 100.0, "p95_ms": 1.0, "cost": 1.0}
 
@@ -46,6 +79,7 @@ def validate_shadow(
     cfg: ABConfig, rates: list[float], *, env_override: Callable[[Any], Any] | None = None
 ) -> dict[str, Any]:
     """Run ``cfg`` in simulation mode once and in sim-backed shadow mode at every sampling rate."""
+    check_rates(rates)
     exact = run_ab(cfg.model_copy(update={"mode": "sim"}), env_override=env_override)
     report: dict[str, Any] = {
         "experiment": cfg.name,
@@ -83,6 +117,7 @@ def calibration(
     """
     from cachetuner.ab.stats import block_bootstrap_means, bootstrap_ci, msprt_ci
 
+    check_calibration(lengths, phis)
     rows = []
     for n in lengths:
         for phi in phis:

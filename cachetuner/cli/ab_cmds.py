@@ -197,16 +197,17 @@ def bench_ab_shadow(
 ) -> None:
     """Shadow estimator vs simulation mode on the same trace: error of each delta per sampling rate."""
     from cachetuner.ab.config import load_ab_config
-    from cachetuner.ab.validation import validate_shadow
+    from cachetuner.ab.validation import check_rates, validate_shadow
 
-    cfg = load_ab_config(config)
-    override = _env_override(trace, format, size_model, rate, seed, limit, params)
-    if override is not None:
-        cfg = cfg.model_copy(update={"workload": None})
     try:
         rate_list = [float(r) for r in rates.split(",") if r.strip()]
     except ValueError:
         raise ConfigError(f"--rates {rates!r}: expected comma-separated numbers, e.g. 0.01,0.05") from None
+    check_rates(rate_list, "--rates")
+    cfg = load_ab_config(config)
+    override = _env_override(trace, format, size_model, rate, seed, limit, params)
+    if override is not None:
+        cfg = cfg.model_copy(update={"workload": None})
     report = validate_shadow(cfg, rate_list, env_override=override)
     if json_out:
         emit_json(report)
@@ -222,13 +223,17 @@ def bench_ab_calibration(
     json_out: Annotated[bool, _JSON] = False,
 ) -> None:
     """False-positive rate at alpha=0.05 of the A/B CIs on A/A autocorrelated noise (should be ~0.05)."""
-    from cachetuner.ab.validation import calibration
+    from cachetuner.ab.validation import calibration, check_calibration
 
     try:
         ns = [int(x) for x in lengths.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--lengths {lengths!r}: expected comma-separated whole numbers, e.g. 30,60") from None
+    try:
         ps = [float(x) for x in phis.split(",") if x.strip()]
     except ValueError:
-        raise ConfigError("--lengths / --phis: expected comma-separated numbers") from None
+        raise ConfigError(f"--phis {phis!r}: expected comma-separated numbers, e.g. 0,0.5") from None
+    check_calibration(ns, ps, prefix="--")
     rows = calibration(ns, ps, reps=reps)
     if json_out:
         emit_json({"alpha": 0.05, "reps": reps, "rows": rows})

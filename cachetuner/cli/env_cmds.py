@@ -6,14 +6,15 @@ Option parsing and printing only: the benchmark is :func:`cachetuner.env.bench.b
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import typer
 
 from cachetuner.cli.app import app, bench_app, console, emit_json, out
 from cachetuner.cli.trace_options import JsonOpt
-from cachetuner.errors import ConfigError
+from cachetuner.errors import ConfigError, UnknownNameError
 
 env_app = typer.Typer(help="The Gymnasium tuning environment (simulated Redis).", no_args_is_help=True)
 app.add_typer(env_app, name="env")
@@ -33,14 +34,36 @@ def _load_cfg(config: Path | None, section: str | None) -> Any:
     return EnvConfig.from_yaml(config, key=section)
 
 
+#: Largest ``--fractions`` value: maxmemory as a multiple of the working set (1 already holds every value).
+MAX_FRACTION = 100.0
+
+
 def _parse_fractions(fractions: str) -> list[float]:
+    """``--fractions``: finite shares of the working set in (0, MAX_FRACTION], at least two different ones
+    (the sweep's memory bounds span them)."""
     try:
         fr = [float(x) for x in fractions.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--fractions {fractions!r}: expected comma-separated numbers") from None
     if not fr:
         raise ConfigError(f"--fractions {fractions!r}: expected comma-separated numbers")
+    for f in fr:
+        if not (math.isfinite(f) and 0 < f <= MAX_FRACTION):
+            raise ConfigError(f"--fractions: a maxmemory fraction of the working set must be a finite number in "
+                              f"(0, {MAX_FRACTION:g}], got {f!r}")  # fmt: skip
+    if len(set(fr)) < 2:
+        raise ConfigError(f"--fractions {fractions!r}: give at least two different fractions to compare, e.g. 0.05,0.2")
     return fr
+
+
+def _check_policy(policy: str) -> str:
+    """``--policy``: a maxmemory-policy name; an unknown one is one line listing the valid ones."""
+    from cachetuner.config import Policy
+
+    valid = get_args(Policy)
+    if policy not in valid:
+        raise UnknownNameError(f"--policy {policy!r}: unknown maxmemory-policy; valid: {', '.join(valid)}")
+    return policy
 
 
 @bench_app.command("env")
@@ -85,6 +108,7 @@ def env_sweep(
     from cachetuner.env.sweep import cost_sweep
 
     fr = _parse_fractions(fractions)
+    _check_policy(policy)
     report = cost_sweep(_load_cfg(config, section), fr, policy, progress=console.log)
     if json_out:
         emit_json(report)

@@ -83,11 +83,13 @@ def evaluate_cmd(
     from cachetuner.hotness_model.config import HotnessExperiment, TraceSource, load_experiment
     from cachetuner.hotness_model.dataset import build_dataset
     from cachetuner.hotness_model.train import evaluate_models, load_scripted, load_trace, run_experiment
+    from cachetuner.yamlconfig import validate_options
 
-    src = TraceSource(
-        path=trace, format=format, size_model=size_model, rate=rate, limit=limit, seed=seed,
-        params=load_params_file(params) or {},
-    )
+    scripted = load_scripted(model) if model is not None else None  # a bad --model fails before the trace is read
+    src = validate_options(TraceSource, {
+        "path": trace, "format": format, "size_model": size_model, "rate": rate, "limit": limit, "seed": seed,
+        "params": load_params_file(params) or {},
+    })  # fmt: skip
     if config is not None:
         cfg = load_experiment(config).model_copy(update={"trace": src})
     else:
@@ -97,12 +99,9 @@ def evaluate_cmd(
     )
     tr = load_trace(src)
     result: dict[str, Any]
-    if model is None:
+    if scripted is None:
         result = run_experiment(cfg, tr, on_epoch=_epoch_logger, log=console.log)
     else:
-        if not model.is_file():
-            raise ConfigError(f"{model}: model file not found")
-        scripted = load_scripted(model)
         if int(scripted.seq_len) != cfg.dataset.seq_len:
             cfg = cfg.model_copy(update={"dataset": cfg.dataset.model_copy(update={"seq_len": int(scripted.seq_len)})})
         ds = build_dataset(tr, cfg.dataset)

@@ -26,13 +26,34 @@ def _pick(values: list, i: int, n: int, name: str, default: object) -> object:
     return default if v in ("-", "", 0, 0.0) else v  # "-" (or a 0 rate): this trace's default
 
 
+def _check_options(memory: float, interval: float, eviction: str | None = None) -> None:
+    """The options every TTL experiment shares, checked before any trace is read (one line, naming the option)."""
+    from cachetuner.ttl.run import check_interval, check_share, ttl_redis_config
+
+    check_share(memory, "--memory")
+    check_interval(interval, "--interval")
+    if eviction is not None:
+        ttl_redis_config(1, eviction, "--eviction")
+
+
+def _check_figure(figure: str | None) -> None:
+    """``--figure`` must name an image file in an existing folder (:func:`cachetuner.outputs.check_output_file`)."""
+    if figure is not None:
+        from cachetuner.outputs import IMAGE_SUFFIXES, check_output_file
+
+        check_output_file(figure, "--figure", suffixes=IMAGE_SUFFIXES)
+
+
 def _publish(report: dict, fig: object, figure: object, *, track: bool, json_out: bool) -> bool:
     """Save the figure where asked, log report + figure to MLflow, print the JSON; True when the JSON was
     the output (no table follows). One path for the simulated and the live QoS experiment."""
     from cachetuner.tenants.qos import log_qos
 
     if figure:
-        fig.savefig(figure, dpi=110, bbox_inches="tight")  # type: ignore[attr-defined]
+        try:
+            fig.savefig(figure, dpi=110, bbox_inches="tight")  # type: ignore[attr-defined]
+        except OSError as e:
+            raise ConfigError(f"--figure {figure}: cannot write ({e.strerror or e})") from None
     report["mlflow_run_id"] = log_qos(report, fig) if track else None
     if json_out:
         emit_json(report)
@@ -84,7 +105,9 @@ def compare_cmd(
 ) -> None:
     """Each TTL policy on each trace at the same maxmemory; deltas against the first policy."""
     from cachetuner.ttl.compare import compare_ttl, log_compare
+    from cachetuner.ttl.run import maxmemory_for
 
+    _check_options(memory, interval, eviction)
     n = len(trace)
     traces = []
     for i, t in enumerate(trace):
@@ -92,6 +115,7 @@ def compare_cmd(
             t, str(_pick(format, i, n, "--format", "auto")), _pick(size_model, i, n, "--size-model", None),  # type: ignore[arg-type]
             _pick(rate, i, n, "--rate", None), seed, limit,  # type: ignore[arg-type]
         )
+        maxmemory_for(tr, memory, "--memory")
         traces.append((str(_pick(label, i, n, "--label", tr.name)), tr))
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("ttl compare", total=n * len(policy))
@@ -127,7 +151,7 @@ def tenants_cmd(
     memory: Annotated[float, typer.Option("--memory", help="maxmemory as a share of the working set.")] = 0.1,
     interval: Annotated[float, typer.Option("--interval", help="Seconds per interval.")] = 60.0,
     warmup: Annotated[int, typer.Option("--warmup", help="Cold-start intervals left out of the shares.")] = 10,
-    figure: Annotated[str | None, typer.Option("--figure", help="Also write the p95 figure (PNG) here.")] = None,
+    figure: Annotated[str | None, typer.Option("--figure", help="Also write the p95 figure here (.png, .svg, .pdf, .jpg).")] = None,
     track: Annotated[bool, typer.Option("--track/--no-track", help="Log to MLflow (experiment cachetuner-ttl).")] = True,
     stack_dir: Annotated[str | None, typer.Option("--stack-dir", help="Run on this live stack instead (cachetuner stack up).")] = None,
     speedup: Annotated[float, typer.Option("--speedup", help="Live: replay the workload this many times faster.")] = 20.0,
@@ -136,8 +160,15 @@ def tenants_cmd(
     """Per-class memory protection under memory pressure: per-tenant hit ratio, p95 and stale share."""
     from cachetuner.tenants import load_tenant_workload
     from cachetuner.tenants.qos import qos_experiment, qos_figure
+    from cachetuner.ttl.run import check_warmup, maxmemory_for
 
+    _check_options(memory, interval)
+    _check_figure(figure)
+    if warmup < 0:
+        raise ConfigError(f"--warmup: cold-start intervals must be >= 0, got {warmup}")
     trace = load_tenant_workload(workload)
+    maxmemory_for(trace, memory, "--memory")
+    check_warmup(warmup, trace, interval, "--warmup")
     if stack_dir is not None:
         from cachetuner.live.replay_qos import live_qos_experiment, live_qos_figure
 

@@ -22,9 +22,9 @@ class TraceSource(BaseModel):
     path: str = Field(..., description="trace file, or synthetic:NAME (synthetic:periodic-rotation is built in)")
     format: str = "auto"
     size_model: str | None = Field(None, description="size model for traces without sizes, e.g. fixed:4096")
-    rate: float | None = Field(None, gt=0, description="requests/s for traces without timestamps")
+    rate: float | None = Field(None, gt=0, allow_inf_nan=False, description="requests/s for traces without timestamps")
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict, description="reader/workload params, e.g. {expand: false} for arc")
 
 

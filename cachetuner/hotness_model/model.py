@@ -6,9 +6,13 @@ orders of magnitude. The module is TorchScript-able as is: serving exports exact
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
+
+from cachetuner.errors import ConfigError
 
 
 class LSTMConfig(BaseModel):
@@ -48,3 +52,28 @@ class HotnessLSTM(nn.Module):
         out, _ = self.lstm(x.unsqueeze(-1))
         h = self.norm(out[:, -1, :])
         return self.head(h) + self.skip(x.mean(dim=1, keepdim=True))
+
+
+def load_hotness_script(path: str | Path, map_location: str | torch.device = "cpu") -> torch.jit.ScriptModule:
+    """Load a ``model.pt`` (TorchScript of :class:`HotnessLSTM`, as ``hotness train`` writes it). A missing
+    file, or one that is not a TorchScript hotness model (other bytes, another zip, a ``torch.save``
+    state dict, a TorchScript without ``seq_len``), is a one-line :class:`ConfigError` naming the file."""
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: a directory, not a model file (give its model.pt)")
+    if not p.is_file():
+        raise ConfigError(f"{p}: model file not found (train one with `cachetuner hotness train`)")
+    hint = "write one with `cachetuner hotness train`"
+    try:
+        module = torch.jit.load(str(p), map_location=map_location)
+    except (RuntimeError, ValueError, OSError, EOFError) as e:
+        why = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+        why = why.split(". This is an internal")[0]  # torch's long "corrupted checkpoint" tail
+        raise ConfigError(f"{p}: not a TorchScript hotness model ({why}); {hint}") from None
+    try:
+        seq_len = int(module.seq_len)
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        raise ConfigError(f"{p}: not a TorchScript hotness model (TorchScript without an integer seq_len); {hint}") from None
+    if seq_len < 1:
+        raise ConfigError(f"{p}: not a TorchScript hotness model (seq_len {seq_len} < 1); {hint}")
+    return module

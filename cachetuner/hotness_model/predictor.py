@@ -14,6 +14,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from cachetuner.hotness_model.model import load_hotness_script
+
 
 @runtime_checkable
 class HotnessPredictor(Protocol):
@@ -55,7 +57,7 @@ class InProcessPredictor:
         torch.set_num_threads(1)
         self.device = pick_device(device)
         module: torch.nn.Module = (
-            torch.jit.load(str(model), map_location=self.device) if isinstance(model, str | Path) else model
+            load_hotness_script(model, map_location=self.device) if isinstance(model, str | Path) else model
         )
         self.model = module.to(self.device).eval()
         self.seq_len = int(module.seq_len)  # type: ignore[arg-type]

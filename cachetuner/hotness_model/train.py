@@ -20,7 +20,7 @@ from cachetuner.hotness_model.baselines import BASELINES, BaselineConfig, make_b
 from cachetuner.hotness_model.config import HotnessExperiment, TraceSource, TrainConfig
 from cachetuner.hotness_model.dataset import HotnessDataset, Windows, build_dataset
 from cachetuner.hotness_model.metrics import ranking_metrics
-from cachetuner.hotness_model.model import HotnessLSTM, LSTMConfig
+from cachetuner.hotness_model.model import HotnessLSTM, LSTMConfig, load_hotness_script
 from cachetuner.traces.trace import Trace
 
 #: Synthetic workloads this module builds itself (others go through cachetuner.traces.read_trace).
@@ -151,8 +151,8 @@ def save_model(model: HotnessLSTM, out_dir: str | Path, meta: dict[str, Any]) ->
 
 
 def load_scripted(path: str | Path) -> torch.jit.ScriptModule:
-    """Load a saved ``model.pt`` on CPU."""
-    return torch.jit.load(str(path), map_location="cpu")
+    """Load a saved ``model.pt`` on CPU (one-line :class:`ConfigError` when it is not a hotness model)."""
+    return load_hotness_script(path, map_location="cpu")
 
 
 def plot_run(history: list[dict[str, float]], ds: HotnessDataset, preds: dict[str, np.ndarray]) -> Any:

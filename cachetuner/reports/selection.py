@@ -33,6 +33,7 @@ logging are the evaluation suite's (:mod:`cachetuner.reports.suite`), so the tab
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ from cachetuner.reports.suite import cached_policy
 
 #: the memory-price factors of the selection set (the shipped recipe's randomize_memory range and its middle)
 DEFAULT_FACTORS = (0.2, 1.0, 5.0)
+#: Largest ``--factors`` value: a memory price this many times the recipe's (well past any regime of interest).
+MAX_FACTOR = 1000.0
 #: the references every cell runs on the recipe's env
 BASELINE = ("mrc", "static-default", "best-static", "dp-hindsight")
 
@@ -184,9 +187,11 @@ def run_selection(
     clash = sorted(set(models) & set(BASELINE))
     if clash:
         raise ConfigError(f"--model labels must differ from the references' names: {', '.join(clash)}")
-    if any(f <= 0 for f in factors):
-        raise ConfigError(f"--factors: positive memory-price factors, got {list(factors)}")
-    if any(not 0 < b <= 1 for b in budgets):
+    for f in factors:
+        if not (math.isfinite(f) and 0 < f <= MAX_FACTOR):  # NaN fails too
+            raise ConfigError(f"--factors: a memory-price factor must be a finite number in (0, {MAX_FACTOR:g}], "
+                              f"got {f!r}")  # fmt: skip
+    if any(not 0 < b <= 1 for b in budgets):  # NaN fails too
         raise ConfigError(f"--budgets: shares of the working set in (0, 1], got {list(budgets)}")
     regs = regimes(tuple(factors), tuple(budgets))
     if not regs:

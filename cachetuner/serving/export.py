@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from cachetuner.errors import ConfigError
+from cachetuner.hotness_model.model import load_hotness_script
 
 MODEL_NAME = "hotness"
 INPUT_NAME = "HISTORY"
@@ -81,9 +82,9 @@ def write_triton_repo(
 ) -> Path:
     """Create ``<repo>/hotness/{config.pbtxt,1/model.py,1/model.pt}`` from a TorchScript file."""
     model_pt = Path(model_pt)
-    if not model_pt.is_file():
+    if not model_pt.is_file() and not model_pt.is_dir():
         raise ConfigError(f"{model_pt}: TorchScript model not found (train one with `cachetuner hotness train`)")
-    scripted = torch.jit.load(str(model_pt), map_location="cpu")
+    scripted = load_hotness_script(model_pt)
     seq_len = seq_len_of(scripted)
     root = Path(repo) / MODEL_NAME
     version = root / "1"
@@ -111,7 +112,7 @@ def export_onnx(model_pt: str | Path, out: str | Path) -> tuple[Path | None, str
     """ONNX export when the ``onnx`` package is importable; otherwise ``(None, reason)``."""
     if importlib.util.find_spec("onnx") is None:
         return None, "ONNX skipped: the 'onnx' package is not installed (torch.onnx needs it); TorchScript is exported"
-    scripted = torch.jit.load(str(model_pt), map_location="cpu")
+    scripted = load_hotness_script(model_pt)
     x = torch.zeros(2, seq_len_of(scripted))
     out = Path(out)
     try:

@@ -18,11 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from cachetuner.config import RedisConfig
 from cachetuner.traces.trace import Trace
 from cachetuner.tracking.mlflow_utils import log_figure_png, setup_tracking
 from cachetuner.ttl.keyspace import QOS_CLASSES, keyspace_for
-from cachetuner.ttl.run import TTLRun, simulate_ttl
+from cachetuner.ttl.run import (
+    TTLRun,
+    check_interval,
+    check_warmup,
+    maxmemory_for,
+    simulate_ttl,
+    ttl_redis_config,
+)
 
 
 @dataclass(frozen=True)
@@ -85,13 +91,14 @@ def qos_experiment(
     on_scenario: Callable[[int, int, str], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, TTLRun]]:
     """Every scenario on ``trace`` at ``maxmemory = memory_share × working set``; (report, runs)."""
+    check_warmup(warmup, trace, check_interval(interval_s))
     ks = keyspace_for(trace)
-    maxmem = int(memory_share * trace.working_set_bytes())
+    maxmem = maxmemory_for(trace, memory_share)
     report: dict[str, Any] = {"workload": trace.name, "policy": policy, "maxmemory": maxmem, "memory_share": memory_share,
                               "interval_s": interval_s, "warmup_intervals": warmup, "scenarios": {}}  # fmt: skip
     runs: dict[str, TTLRun] = {}
     for i, sc in enumerate(scenarios):
-        cfg = RedisConfig(maxmemory=maxmem, maxmemory_policy=sc.maxmemory_policy)  # type: ignore[arg-type]
+        cfg = ttl_redis_config(maxmem, sc.maxmemory_policy)
         run = simulate_ttl(trace, policy, cfg, interval_s=interval_s, keyspace=ks, seed=seed,
                            no_ttl_classes=sc.no_ttl_classes)  # fmt: skip
         runs[sc.name] = run

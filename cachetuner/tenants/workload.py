@@ -20,11 +20,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cachetuner.errors import CacheTunerError
 from cachetuner.keysample import splitmix64
 from cachetuner.traces import read_trace
 from cachetuner.traces.trace import Trace
 from cachetuner.ttl.keyspace import FreshnessConfig
-from cachetuner.yamlconfig import load_model
+from cachetuner.yamlconfig import field_error, load_model
 
 
 class TenantSpec(BaseModel):
@@ -39,7 +40,7 @@ class TenantSpec(BaseModel):
     size_model: str | None = None
     rate: float | None = Field(None, gt=0, description="this tenant's requests/s (re-times its trace)")
     limit: int | None = Field(None, ge=1)
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of a synthetic trace / the size model")
     params: dict[str, Any] = Field(default_factory=dict, description="workload / reader params")
     n_biz: int = Field(16, ge=1, description="business groups ({biz}) of this tenant")
     model_version_every_s: float | None = Field(
@@ -125,19 +126,22 @@ def combine_tenants(w: TenantWorkload, parts: list[Trace]) -> Trace:
     )  # fmt: skip
 
 
-def build_tenant_trace(w: TenantWorkload) -> Trace:
-    """Read every tenant's trace and combine them."""
-    parts = [
-        read_trace(t.trace, t.format, size_model=t.size_model, rate=t.rate, seed=t.seed, limit=t.limit,
-                   params=dict(t.params))
-        for t in w.tenants
-    ]  # fmt: skip
+def build_tenant_trace(w: TenantWorkload, source: str = "<tenant workload>") -> Trace:
+    """Read every tenant's trace and combine them; a trace that cannot be read is an error of the same
+    class naming ``source`` and the tenant (``FILE: field 'tenants.1': ...``)."""
+    parts = []
+    for i, t in enumerate(w.tenants):
+        try:
+            parts.append(read_trace(t.trace, t.format, size_model=t.size_model, rate=t.rate, seed=t.seed,
+                                    limit=t.limit, params=dict(t.params)))  # fmt: skip
+        except CacheTunerError as e:
+            raise type(e)(field_error(source, f"tenants.{i}", f"tenant {t.name}: {e}")) from None
     return combine_tenants(w, parts)
 
 
 def load_tenant_workload(path: str | Path) -> Trace:
     """A tenant workload YAML -> its combined trace (one-line ConfigError naming file and field)."""
-    return build_tenant_trace(load_model(TenantWorkload, path))
+    return build_tenant_trace(load_model(TenantWorkload, path), str(path))
 
 
 def key_names(trace: Trace) -> list[bytes]:

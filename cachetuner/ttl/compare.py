@@ -13,11 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from cachetuner.config import RedisConfig
 from cachetuner.traces.trace import Trace
 from cachetuner.tracking.mlflow_utils import log_figure_png, setup_tracking
 from cachetuner.ttl.keyspace import FreshnessConfig, keyspace_for
-from cachetuner.ttl.run import simulate_ttl
+from cachetuner.ttl.run import check_interval, maxmemory_for, simulate_ttl, ttl_redis_config
 
 #: Called after each (trace, policy) cell with (cells done, cells in all, label).
 CellFn = Callable[[int, int, str], None]
@@ -38,12 +37,13 @@ def compare_ttl(
 ) -> list[dict[str, Any]]:
     """One row per (trace, policy); ``delta_*`` are against ``policies[0]`` on the same trace
     (ratios in percentage points, p95 in ms)."""
+    check_interval(interval_s)
     rows: list[dict[str, Any]] = []
     total, done = len(traces) * len(policies), 0
     for label, trace in traces:
         ks = keyspace_for(trace, freshness)
-        maxmem = int(trace.working_set_bytes() * memory_share)
-        cfg = RedisConfig(maxmemory=maxmem, maxmemory_policy=maxmemory_policy)  # type: ignore[arg-type]
+        maxmem = maxmemory_for(trace, memory_share)
+        cfg = ttl_redis_config(maxmem, maxmemory_policy)
         ref: dict[str, float] | None = None
         for pol in policies:
             tot = simulate_ttl(trace, pol, cfg, interval_s=interval_s, keyspace=ks, seed=seed).totals()

@@ -45,7 +45,7 @@ class FreshnessConfig(BaseModel):
     stable_update_every_s: float = Field(
         21600.0, gt=0, description="mean gap between source updates of a stable group"
     )
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="seed of the source-update processes")
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,15 @@ per-tenant figures are computed exactly (:mod:`cachetuner.ttl.outcomes`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import get_args
 
 import numpy as np
 
-from cachetuner.config import RedisConfig
+from cachetuner.config import Policy, RedisConfig
+from cachetuner.errors import ConfigError, UnknownNameError
 from cachetuner.metrics import MetricsSnapshot, TenantMetrics
 from cachetuner.sim.params import SimParams
 from cachetuner.sim.simulator import TieredCacheSim
@@ -23,6 +26,63 @@ from cachetuner.ttl.outcomes import interval_ids, stale_hits, tenant_intervals
 
 #: Called after each interval with (intervals done, intervals in all).
 ProgressFn = Callable[[int, int], None]
+
+
+def check_interval(interval_s: float, name: str = "interval_s") -> float:
+    """``interval_s`` if it is a finite number of seconds > 0; a one-line :class:`ConfigError` naming ``name``."""
+    if not (math.isfinite(interval_s) and interval_s > 0):
+        raise ConfigError(f"{name}: seconds per interval must be a finite number > 0, got {interval_s!r}")
+    return interval_s
+
+
+def n_intervals(trace: Trace, interval_s: float) -> int:
+    """How many intervals of ``interval_s`` seconds ``trace`` spans (what :func:`simulate_ttl` replays)."""
+    iv = interval_ids(trace.timestamps, check_interval(interval_s))
+    return int(iv[-1]) + 1 if len(iv) else 0
+
+
+def check_warmup(warmup: int, trace: Trace, interval_s: float, name: str = "warmup") -> int:
+    """``warmup`` if it is >= 0 and leaves at least one of ``trace``'s intervals to report on; a one-line
+    :class:`ConfigError` naming ``name`` otherwise (a warmup as long as the run reports only zeros)."""
+    if warmup < 0:
+        raise ConfigError(f"{name}: cold-start intervals must be >= 0, got {warmup}")
+    n = n_intervals(trace, interval_s)
+    if warmup >= n:
+        raise ConfigError(f"{name}: {warmup} warmup intervals leave none of the {n} intervals of {interval_s:g} s in "
+                          f"{trace.name} to report on; give fewer than {n}")  # fmt: skip
+    return warmup
+
+
+#: Largest ``maxmemory`` share of the working set a TTL run takes (1 already holds every key's value).
+MAX_MEMORY_SHARE = 100.0
+
+
+def check_share(share: float, name: str = "memory_share") -> float:
+    """``share`` if it is a finite number in (0, :data:`MAX_MEMORY_SHARE`]; a one-line :class:`ConfigError` naming ``name``."""
+    if not (math.isfinite(share) and 0 < share <= MAX_MEMORY_SHARE):
+        raise ConfigError(f"{name}: a share of the working set must be a finite number in (0, {MAX_MEMORY_SHARE:g}], "
+                          f"got {share!r}")  # fmt: skip
+    return share
+
+
+def maxmemory_for(trace: Trace, share: float, name: str = "memory_share") -> int:
+    """``maxmemory`` in bytes as ``share`` of ``trace``'s working set. A share outside :func:`check_share`'s range, or
+    one that rounds to 0 B (which Redis reads as *unlimited*), is a one-line :class:`ConfigError` naming ``name``."""
+    check_share(share, name)
+    ws = trace.working_set_bytes()
+    maxmem = int(ws * share)
+    if maxmem < 1:
+        raise ConfigError(f"{name}: {share:g} x the working set of {trace.name} ({ws:,} B) is 0 B, which Redis reads "
+                          "as unlimited; give a larger share")  # fmt: skip
+    return maxmem
+
+
+def ttl_redis_config(maxmemory: int, maxmemory_policy: str, name: str = "maxmemory_policy") -> RedisConfig:
+    """The :class:`RedisConfig` of a TTL run; an unknown policy is a one-line error listing the valid ones."""
+    valid = get_args(Policy)
+    if maxmemory_policy not in valid:
+        raise UnknownNameError(f"{name} {maxmemory_policy!r}: unknown maxmemory-policy; valid: {', '.join(valid)}")
+    return RedisConfig(maxmemory=maxmemory, maxmemory_policy=maxmemory_policy)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -71,6 +131,7 @@ def simulate_ttl(
 ) -> TTLRun:
     """Replay ``trace`` (its TTLs set by ``policy``) through a simulator holding ``config``;
     ``no_ttl_classes``: tenants of these QoS classes write without TTL (see ``apply_ttl_policy``)."""
+    check_interval(interval_s)
     ks = keyspace if keyspace is not None else keyspace_for(trace)
     pol = make_ttl_policy(policy)
     tr = apply_ttl_policy(trace, pol, ks, no_ttl_classes=no_ttl_classes)
