@@ -58,7 +58,8 @@ class RedisConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    maxmemory: int = Field(64 * 1024 * 1024, ge=0, description="bytes; 0 = unlimited (as in Redis)")
+    # 1 EiB: the simulator adds base memory, buffers and key sizes to it in int64 (sim.params.MAX_BYTES)
+    maxmemory: int = Field(64 * 1024 * 1024, ge=0, le=1 << 60, description="bytes; 0 = unlimited (as in Redis)")
     maxmemory_policy: Policy = "allkeys-lru"
     maxmemory_samples: int = Field(5, ge=1, le=64)
     lfu_log_factor: int = Field(10, ge=0, le=255)

@@ -157,3 +157,16 @@ def test_sim_params_bound_what_the_kernel_holds_in_int64():
         LatencyParams(miss_ms=math.inf)
     with pytest.raises(ValidationError):
         SimParams.model_validate({"active_expire": {"period_s": math.nan}})
+
+
+def test_redis_config_takes_what_redis_and_the_simulator_take() -> None:
+    """A YAML config (an A/B arm's `config:`, a daemon bound) is checked where the simulator and CONFIG SET would
+    refuse it: maxmemory up to 1 EiB, timeout and lfu-decay-time up to Redis's INT_MAX."""
+    from pydantic import ValidationError
+
+    from cachetuner.config import RedisConfig
+
+    assert RedisConfig(maxmemory=1 << 60, timeout=2**31 - 1, lfu_decay_time=2**31 - 1).maxmemory == 1 << 60
+    for bad in ({"maxmemory": 99999999999999999999999}, {"timeout": 2**31}, {"lfu_decay_time": 2**31}):
+        with pytest.raises(ValidationError):
+            RedisConfig(**bad)
