@@ -23,7 +23,7 @@ from cachetuner.cli.trace_options import (
 )
 from cachetuner.errors import TraceError
 from cachetuner.traces import BUNDLED_TRACES, FORMATS, SIZE_MODELS, SYNTHETIC_WORKLOADS, list_formats
-from cachetuner.traces.stats import summarize
+from cachetuner.traces.stats import repair_notes, summarize
 
 trace_app = typer.Typer(help="Inspect traces and list the supported formats.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
@@ -68,6 +68,7 @@ def info(
                   f"p99 {s['sizes']['p99']:,.0f}  max {s['sizes']['max']:,}  ({s['size_model']})"),
         ("working set", format_bytes(s["working_set_bytes"])),
         ("requests with TTL", f"{s['ttl_share']:.1%}"),
+        ("repairs", "; ".join(repair_notes(s["repairs"])) or "none"),
         ("memory to simulate", f"trace {format_bytes(mem['trace_bytes'])}, one simulated cache "
                                f"{format_bytes(mem['simulator_state_bytes'])} (evaluate holds ~2.5 of them); "
                                f"{avail} available"),

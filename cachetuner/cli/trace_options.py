@@ -26,8 +26,10 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cachetuner.cli.app import console
-from cachetuner.errors import ConfigError
+from cachetuner.errors import ConfigError, TraceError
 from cachetuner.traces import read_trace
+from cachetuner.traces.assemble import check_rate
+from cachetuner.traces.sizes import parse_size_model
 from cachetuner.traces.streams import ProgressFn
 from cachetuner.traces.trace import Trace
 
@@ -86,6 +88,19 @@ def load_params_file(path: Path | None) -> dict | None:
     return data
 
 
+def check_trace_options(size_model: str | None, rate: float | None) -> None:
+    """One line naming ``--size-model`` or ``--rate`` when either is invalid, before any trace is read (the trace
+    reader's own message names the trace, not the option the user typed)."""
+    if rate is not None:
+        check_rate("--rate", rate)
+    if size_model is not None:
+        try:
+            parse_size_model(size_model)
+        except TraceError as e:
+            detail = str(e).removeprefix(f"size model {size_model!r}: ")
+            raise type(e)(f"--size-model {size_model!r}: {detail}") from None
+
+
 @contextmanager
 def _progress_for(spec: str) -> Iterator[ProgressFn | None]:
     path = Path(spec)
@@ -116,6 +131,7 @@ def load_trace_from_options(
     params: Path | None = None,
 ) -> Trace:
     """Resolve the shared trace options into a :class:`Trace` (progress bar on stderr for big files)."""
+    check_trace_options(size_model, rate)
     with _progress_for(trace) as progress:
         return read_trace(
             trace,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cachetuner.errors import TraceError
 from cachetuner.traces import synthetic
-from cachetuner.traces.assemble import ReadOptions
+from cachetuner.traces.assemble import ReadOptions, check_rate
 from cachetuner.traces.base import FORMATS, TraceReader, get_reader, list_formats
 from cachetuner.traces.bundled import bundled_trace_format, bundled_trace_path
 from cachetuner.traces.sizes import parse_size_model
@@ -96,10 +96,10 @@ def read_trace(
     """
     if limit is not None and limit < 1:
         raise TraceError(f"{path_or_spec}: limit must be >= 1, got {limit}")
-    if rate is not None and not rate > 0:
-        raise TraceError(f"{path_or_spec}: rate must be > 0 requests/s, got {rate}")
+    if rate is not None:
+        check_rate(f"{path_or_spec}: rate", rate)
     opts = ReadOptions(
-        size_model=parse_size_model(size_model) if size_model else None,
+        size_model=parse_size_model(size_model) if size_model is not None else None,  # "" is an error, not the default
         rate=rate,
         seed=seed,
         limit=limit,

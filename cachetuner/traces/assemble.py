@@ -6,6 +6,7 @@ numbering, per-key sizes, the ``ct:`` key prefix, the default rate and size) liv
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +20,12 @@ from cachetuner.traces.trace import Op, Trace
 KEY_PREFIX = "ct:"
 #: Requests per second given to traces without timestamps when no ``--rate`` is given.
 DEFAULT_RATE = 1000.0
+#: The largest size one request may carry (1 TiB): far above any cached object (Redis values stop at 512 MiB,
+#: CDN objects at a few GiB), so a larger number is a corrupt field; it also keeps byte totals over billions of
+#: requests clear of int64 overflow.
+MAX_OBJECT_BYTES = 1 << 40
+#: The longest key name (Redis's limit; key_bytes are held as int32).
+MAX_KEY_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -106,20 +113,35 @@ def per_key_max(keys: np.ndarray, values: np.ndarray, n_keys: int) -> np.ndarray
     return out
 
 
+def check_rate(what: str, rate: float, n_requests: int = 1) -> None:
+    """A request rate must be a finite number > 0 that spaces ``n_requests`` over a finite time: ``inf`` or
+    ``1e400`` would put every request at t=0 (a trace of zero duration), ``nan`` anywhere."""
+    if not (math.isfinite(rate) and rate > 0):
+        raise TraceError(f"{what} must be a finite number > 0 requests/s, got {rate}")
+    if not math.isfinite(max(n_requests - 1, 0) / rate):
+        raise TraceError(f"{what} {rate} requests/s is too low: {n_requests:,} requests would span more than "
+                         "any clock can hold")
+
+
 def _timestamps(name: str, cols: Columns, n: int, opts: ReadOptions, meta: dict) -> np.ndarray:
     if opts.rate is not None or cols.timestamps is None:
         rate = opts.rate if opts.rate is not None else DEFAULT_RATE
-        if not rate > 0:
-            raise TraceError(f"{name}: rate must be > 0 requests/s, got {rate}")
+        check_rate(f"{name}: rate", rate, n)
         meta["rate"] = rate
         meta["timing"] = "uniform at rate" if cols.timestamps is None else "re-timed uniformly at --rate"
         return np.arange(n, dtype=np.float64) / rate
     ts = np.asarray(cols.timestamps, dtype=np.float64)
-    back = int(np.count_nonzero(ts[1:] < ts[:-1]))
+    bad = np.flatnonzero(~np.isfinite(ts))
+    if len(bad):  # text readers name the line; this is the net under every other source
+        raise TraceError(f"{name}: request {int(bad[0]) + 1:,}: timestamp must be a finite number, got {ts[bad[0]]}")
+    steps = ts[1:] - ts[:-1]
+    back = int(np.count_nonzero(steps < 0))
     if back:
-        # Logged timestamps can step back slightly (clock skew between hosts); keep order, clamp time.
+        # Logged timestamps can step back slightly (clock skew between hosts); keep order, clamp time. Counted, with
+        # the largest step, so that `trace info` shows a repair that is no skew (a jump back by days).
         ts = np.maximum.accumulate(ts)
         meta["timestamps_clamped"] = back
+        meta["timestamps_max_step_back_s"] = float(-steps.min())
     meta["timing"] = "from trace"
     return ts
 
@@ -132,6 +154,10 @@ def _sizes(
         meta["size_model"] = model.spec if cols.sizes is None else f"{model.spec} (overrides trace sizes)"
         return model.sample_seeded(n_keys, opts.seed)[keys]
     sizes = np.asarray(cols.sizes, dtype=np.int64)
+    huge = np.flatnonzero(sizes > MAX_OBJECT_BYTES)
+    if len(huge):  # text readers name the line; this is the net under binary ones (lcs v3+ sizes are int64)
+        raise TraceError(f"{name}: request {int(huge[0]) + 1:,}: size {int(sizes[huge[0]]):,} bytes is more than "
+                         f"{MAX_OBJECT_BYTES:,} (1 TiB): not an object size")
     missing = sizes <= 0
     if missing.any():
         # Unknown size (logged as 0, e.g. a GET miss): use the key's largest known size, else the default model.
@@ -142,6 +168,8 @@ def _sizes(
             known[unknown_keys] = model.sample_seeded(n_keys, opts.seed)[unknown_keys]
         sizes = np.where(missing, known[keys], sizes)
         meta["sizes_filled"] = int(missing.sum())
+        if unknown_keys.any():  # keys never logged with a size: drawn from the default model
+            meta["sizes_defaulted_keys"] = int(unknown_keys.sum())
     meta["size_model"] = "from trace"
     return sizes
 

@@ -14,6 +14,7 @@ Spec strings (``--size-model``):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +27,8 @@ from cachetuner.registry import Registry
 DEFAULT_SIZE_MODEL = "fixed:4096"
 #: Largest size any model may produce (Redis strings are at most 512 MiB).
 MAX_SIZE = 512 * 1024 * 1024
+#: Largest lognormal SIGMA: wider, most draws would sit at the clip bounds (1 byte or MAX_SIZE), not the model asked for.
+MAX_SIGMA = 10.0
 
 
 @dataclass(frozen=True)
@@ -46,24 +49,42 @@ class SizeModel:
         return self.spec
 
 
+def _bytes(name: str, value: float) -> None:
+    """A size argument: 1 to MAX_SIZE bytes (a larger one was clipped to MAX_SIZE without a word)."""
+    if not 1 <= value <= MAX_SIZE:
+        raise ValueError(
+            f"{name} must be a positive number of bytes, at most {MAX_SIZE:,} (512 MiB, the largest Redis value), "
+            f"got {value:g}"
+        )
+
+
+def _sigma(value: float) -> None:
+    if not 0 <= value <= MAX_SIGMA:
+        raise ValueError(f"SIGMA must be 0 to {MAX_SIGMA:g}, got {value:g}")
+
+
 def _fixed(args: list[float]) -> Callable[[int, np.random.Generator], np.ndarray]:
     (size,) = args
-    if size < 1 or size != int(size):
-        raise ValueError("BYTES must be a positive integer")
+    _bytes("BYTES", size)
+    if size != int(size):
+        raise ValueError(f"BYTES must be a whole number of bytes, got {size:g}")
     return lambda n, rng: np.full(n, int(size), dtype=np.int64)
 
 
 def _lognormal(args: list[float]) -> Callable[[int, np.random.Generator], np.ndarray]:
     median, sigma = args
-    if median < 1 or sigma < 0:
-        raise ValueError("MEDIAN must be >= 1 and SIGMA >= 0")
+    _bytes("MEDIAN", median)
+    _sigma(sigma)
     return lambda n, rng: np.rint(rng.lognormal(np.log(median), sigma, n))
 
 
 def _llm(args: list[float]) -> Callable[[int, np.random.Generator], np.ndarray]:
     p_embed, embed, median, sigma = args
-    if not 0.0 <= p_embed <= 1.0 or embed < 1 or median < 1 or sigma < 0:
-        raise ValueError("need 0<=P_EMBED<=1, EMBED>=1, MEDIAN>=1, SIGMA>=0")
+    if not 0.0 <= p_embed <= 1.0:
+        raise ValueError(f"P_EMBED must be 0 to 1, got {p_embed:g}")
+    _bytes("EMBED", embed)
+    _bytes("MEDIAN", median)
+    _sigma(sigma)
 
     def sample(n: int, rng: np.random.Generator) -> np.ndarray:
         is_embed = rng.random(n) < p_embed
@@ -84,6 +105,9 @@ SIZE_MODELS.add("llm", (("P_EMBED", "EMBED", "MEDIAN", "SIGMA"), (0.4, 1536, 819
 
 def parse_size_model(spec: str) -> SizeModel:
     """Parse ``NAME[:ARG,ARG...]`` into a :class:`SizeModel`; bad specs raise a one-line :class:`TraceError`."""
+    if not spec.strip():  # an empty --size-model is a mistake, not a request for the default
+        raise TraceError(f"size model {spec!r}: empty; expected fixed:BYTES, lognormal:MEDIAN,SIGMA or "
+                         f"llm[:P_EMBED,EMBED,MEDIAN,SIGMA] (leave it out for the default, {DEFAULT_SIZE_MODEL})")
     name, _, rest = spec.strip().partition(":")
     arg_names, defaults, factory = SIZE_MODELS.get(name, field=f"size model {spec!r}")
     usage = f"{name}:{','.join(arg_names)}"
@@ -96,6 +120,8 @@ def parse_size_model(spec: str) -> SizeModel:
             args = [float(a) for a in rest.split(",")]
         except ValueError:
             raise TraceError(f"size model {spec!r}: arguments must be numbers, expected {usage}") from None
+        if not all(math.isfinite(a) for a in args):  # float() reads nan and inf, and 1e400 as inf
+            raise TraceError(f"size model {spec!r}: arguments must be finite numbers, expected {usage}")
         if len(args) != len(arg_names):
             raise TraceError(
                 f"size model {spec!r}: expected {len(arg_names)} arguments ({usage}), got {len(args)}"

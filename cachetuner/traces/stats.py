@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from cachetuner.traces.sizes import DEFAULT_SIZE_MODEL
 from cachetuner.traces.trace import Op, Trace
 
 
@@ -15,6 +16,37 @@ def top_share(trace: Trace, fraction: float = 0.01) -> float:
     k = max(1, math.ceil(fraction * trace.n_keys))
     top = np.partition(counts, len(counts) - k)[len(counts) - k :]
     return float(top.sum() / len(trace))
+
+
+def repairs(trace: Trace) -> dict:
+    """What reading changed in the trace's own data (counts from its meta; 0 where nothing was): sizes of 0 or less
+    filled from the key's other requests (and keys with no size at all, drawn from the default model), timestamps
+    that stepped back clamped to the time before them, and the largest such step (seconds)."""
+    meta = trace.meta
+    return {
+        "sizes_filled": int(meta.get("sizes_filled", 0)),
+        "sizes_defaulted_keys": int(meta.get("sizes_defaulted_keys", 0)),
+        "timestamps_clamped": int(meta.get("timestamps_clamped", 0)),
+        "timestamps_max_step_back_s": float(meta.get("timestamps_max_step_back_s", 0.0)),
+    }
+
+
+def _seconds(x: float) -> str:
+    return f"{x:,.0f} s" if x >= 10 else f"{x:.3g} s"
+
+
+def repair_notes(fixed: dict) -> list[str]:
+    """:func:`repairs` in words, for ``trace info``'s repairs line (empty where nothing was repaired)."""
+    notes = []
+    if fixed["timestamps_clamped"]:
+        notes.append(f"{fixed['timestamps_clamped']:,} timestamps clamped where time stepped back (by up to "
+                     f"{_seconds(fixed['timestamps_max_step_back_s'])})")
+    if fixed["sizes_filled"]:
+        size = f"{fixed['sizes_filled']:,} sizes <= 0 replaced by the key's known size"
+        if fixed["sizes_defaulted_keys"]:
+            size += f" ({fixed['sizes_defaulted_keys']:,} keys had none: {DEFAULT_SIZE_MODEL})"
+        notes.append(size)
+    return notes
 
 
 def summarize(trace: Trace) -> dict:
@@ -50,4 +82,5 @@ def summarize(trace: Trace) -> dict:
         "ttl_share": float(np.count_nonzero(trace.ttls > 0) / n),
         "size_model": trace.meta.get("size_model"),
         "timing": trace.meta.get("timing"),
+        "repairs": repairs(trace),
     }

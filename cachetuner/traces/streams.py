@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
 
+import numpy as np
+
 from cachetuner.errors import TraceError
 from cachetuner.resources import format_bytes, memory_available
 from cachetuner.traces.archives import ARCHIVE_SUFFIXES, Member, is_zip, untar, unzip
@@ -32,6 +34,9 @@ from cachetuner.traces.archives import ARCHIVE_SUFFIXES, Member, is_zip, untar, 
 ProgressFn = Callable[[int, int], None]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: zstd frame magics (little-endian): a data frame, and the 16 skippable-frame magics (their low 4 bits vary)
+_ZSTD_FRAME = 0xFD2FB528
+_ZSTD_SKIPPABLE, _ZSTD_SKIPPABLE_MASK = 0x184D2A50, 0xFFFFFFF0
 #: the xz container's magic number (6 bytes: no raw key file starts with it by chance)
 XZ_MAGIC = b"\xfd7zXZ\x00"
 #: file-name endings of compressed files, stripped before a format is picked by extension
@@ -73,6 +78,27 @@ class MemoryGuard:
                 f"{format_bytes(self.budget)} of memory available here; pass --limit (at most ~{fits:,} requests)"
             )
 
+    def expand(self, counts: np.ndarray) -> int | None:
+        """Count rows that each stand for ``counts`` requests (an ARC line's n_blocks, a Meta row's op_count);
+        the index of the first row that takes the total past the memory available, else None. Why before the
+        expansion: one row's count of 10^12 would be an allocation of terabytes, not a slow read."""
+        total = self.seen + np.cumsum(counts, dtype=np.float64)  # float: a sum of huge counts must not wrap
+        if self.limit is not None:
+            total = np.minimum(total, self.limit)
+        if len(total):
+            self.seen = int(total[-1])
+        if self.budget is None:
+            return None
+        over = np.flatnonzero(total * READ_BYTES_PER_REQUEST > self.budget)
+        return int(over[0]) if len(over) else None
+
+    def too_many(self, requests: int) -> str:
+        """Why ``requests`` requests cannot be read here, and what to do (for a message that names the cause)."""
+        budget = self.budget or 0
+        return (f"{requests:,} requests need ~{format_bytes(requests * READ_BYTES_PER_REQUEST)} of memory, more "
+                f"than the {format_bytes(budget)} available here; pass --limit (at most "
+                f"~{budget // READ_BYTES_PER_REQUEST:,} requests)")
+
 
 class _CountingReader(io.RawIOBase):
     """Wraps the on-disk file so progress reflects compressed bytes consumed."""
@@ -109,12 +135,12 @@ class _CountingReader(io.RawIOBase):
 
 
 def compression(head: bytes) -> str | None:
-    """The compression a file's first (10) bytes announce (``zstd``, ``gzip``, ``xz``, ``bzip2``), or None.
+    """The compression a file's first (64) bytes announce (``zstd``, ``gzip``, ``xz``, ``bzip2``), or None.
 
     Why more than the two-byte gzip and three-byte bzip2 magic: a raw key file is arbitrary bytes, and one whose first
     key happens to start with ``1f 8b`` must not be taken for gzip. gzip also needs method 8 (deflate, the only one)
     and no reserved flag bit; bzip2 a block size digit and the first block's (or the empty stream's) magic."""
-    if head[:4] == ZSTD_MAGIC:
+    if head[:4] == ZSTD_MAGIC or _skippable_then_zstd(head):
         return "zstd"
     if head[:6] == XZ_MAGIC:
         return "xz"
@@ -123,6 +149,15 @@ def compression(head: bytes) -> str | None:
     if head[:3] == b"BZh" and len(head) >= 10 and 0x31 <= head[3] <= 0x39 and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90"):
         return "bzip2"
     return None
+
+
+def _skippable_then_zstd(head: bytes) -> bool:
+    """A zstd skippable frame followed by a zstd frame, as ``pzstd`` writes (its first frame says how the data was
+    split): the magic, the frame's size and the next frame's magic must all agree, so no raw key file passes."""
+    if len(head) < 12 or int.from_bytes(head[:4], "little") & _ZSTD_SKIPPABLE_MASK != _ZSTD_SKIPPABLE:
+        return False
+    end = 8 + int.from_bytes(head[4:8], "little")
+    return head[end : end + 4] == ZSTD_MAGIC
 
 
 def strip_compression_suffix(name: str) -> str:
@@ -158,11 +193,136 @@ class Source:
         return f"{inner}{outer}{self.member.archive}"
 
 
-def _decompressed(kind: str | None, buffered: BinaryIO) -> BinaryIO:
-    if kind == "zstd":
+class CutShortError(EOFError):
+    """A compressed stream ends inside a frame: the file was cut short (an interrupted download or copy). An
+    EOFError, as gzip, xz and bzip2 raise for the same fault, so that one handler words them all; ``produced``: the
+    bytes decompressed before the cut (a reader's chunk position would only say which chunk it was in)."""
+
+    def __init__(self, codec: str, produced: int) -> None:
+        super().__init__(f"the file ends inside a {codec} frame: truncated {codec} stream")
+        self.produced = produced
+
+
+class ZstdFrameWalker:
+    """Follows the frame and block headers of a zstd stream as its compressed bytes go by, skipping the block
+    contents, so that the end of the input can be told from the end of a frame.
+
+    Why: python-zstandard's stream reader returns a frame cut short as if it had ended (a truncated ``.zst`` read
+    as a shorter trace, without a word), and its decompressing object, which has ``eof``, gives no bound on the
+    output of one call. The headers are a few bytes per block (RFC 8878 section 3.1), so this costs nothing next to
+    the decompression. Bytes that are no zstd frame stop the walk (``lost``): the decompressor reports those."""
+
+    def __init__(self) -> None:
+        self._state = "magic"
+        self._need = 4  # bytes of the header being collected
+        self._head = bytearray()
+        self._skip = 0  # bytes of block (or skippable frame) content still to pass over
+        self._checksum = False
+        self.lost = False
+
+    @property
+    def inside(self) -> bool:
+        """Whether the bytes so far end inside a frame (True for a stream that has no complete frame yet)."""
+        return not self.lost and (self._state != "magic" or bool(self._head) or self._skip > 0)
+
+    def feed(self, data: bytes) -> None:
+        view, pos, n = memoryview(data), 0, len(data)
+        while pos < n and not self.lost:
+            if self._skip:
+                take = min(self._skip, n - pos)
+                self._skip -= take
+                pos += take
+                continue
+            take = min(self._need - len(self._head), n - pos)
+            self._head += view[pos : pos + take]
+            pos += take
+            if len(self._head) == self._need:
+                head = bytes(self._head)
+                self._head.clear()
+                self._advance(head)
+
+    def _expect(self, state: str, need: int) -> None:
+        self._state, self._need = state, need
+
+    def _advance(self, head: bytes) -> None:
+        value = int.from_bytes(head, "little")
+        if self._state == "magic":
+            if value == _ZSTD_FRAME:
+                self._expect("descriptor", 1)
+            elif value & _ZSTD_SKIPPABLE_MASK == _ZSTD_SKIPPABLE:
+                self._expect("skippable", 4)
+            else:
+                self.lost = True
+        elif self._state == "skippable":
+            self._skip = value
+            self._expect("magic", 4)
+        elif self._state == "descriptor":
+            single, fcs = value >> 5 & 1, value >> 6
+            self._checksum = bool(value >> 2 & 1)
+            rest = (1 - single) + (0, 1, 2, 4)[value & 3] + (single, 2, 4, 8)[fcs]
+            self._expect("header", rest) if rest else self._expect("block", 3)
+        elif self._state == "header":
+            self._expect("block", 3)
+        elif self._state == "block":
+            kind, size = value >> 1 & 3, value >> 3
+            if kind == 3:  # reserved block type: corrupt, the decompressor says so
+                self.lost = True
+                return
+            self._skip = 1 if kind == 1 else size  # an RLE block holds one byte
+            if value & 1:  # the frame's last block
+                self._expect("checksum", 4) if self._checksum else self._expect("magic", 4)
+        else:  # checksum
+            self._expect("magic", 4)
+
+
+class _WalkedSource:
+    """The compressed bytes as the zstd reader reads them, shown to a :class:`ZstdFrameWalker` on the way."""
+
+    def __init__(self, raw: BinaryIO, walker: ZstdFrameWalker) -> None:
+        self._raw, self._walker = raw, walker
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self._walker.feed(data)
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+class _ZstdStream(io.RawIOBase):
+    """zstd-decompressed bytes, every frame of the file (``zstd`` and ``pzstd`` write several back to back), and a
+    :class:`CutShortError` where the file ends inside a frame."""
+
+    def __init__(self, compressed: BinaryIO) -> None:
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(buffered, read_size=1 << 20, closefd=True)  # type: ignore[return-value]
+        self._walker = ZstdFrameWalker()
+        self._produced = 0
+        self._reader = zstandard.ZstdDecompressor().stream_reader(
+            _WalkedSource(compressed, self._walker),  # type: ignore[arg-type]
+            read_size=1 << 20, read_across_frames=True, closefd=True,
+        )
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+        n = self._reader.readinto(b)
+        self._produced += n
+        if not n and len(b) and self._walker.inside:
+            raise CutShortError("zstd", self._produced)
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._reader.close()
+        super().close()
+
+
+def _decompressed(kind: str | None, buffered: BinaryIO) -> BinaryIO:
+    if kind == "zstd":
+        return _ZstdStream(buffered)  # type: ignore[return-value]
     if kind == "gzip":
         return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
     if kind == "xz":
@@ -187,7 +347,7 @@ def open_source(path: Path, progress: ProgressFn | None = None) -> tuple[BinaryI
     buffered = io.BufferedReader(counting, buffer_size=1 << 20)
     head = buffered.peek(64)[:64]
     zipped = is_zip(head)
-    kind = None if zipped else compression(head[:10])
+    kind = None if zipped else compression(head)
     member: Member | None
     try:
         if zipped:
@@ -196,12 +356,15 @@ def open_source(path: Path, progress: ProgressFn | None = None) -> tuple[BinaryI
             data, member = untar(path, _decompressed(kind, buffered))  # type: ignore[arg-type]
         if member is None:
             return data, Source(kind)
-        inner = compression(data.peek(10)[:10])  # type: ignore[attr-defined]
+        inner = compression(data.peek(64)[:64])  # type: ignore[attr-defined]
         return _decompressed(inner, data), Source(kind, member, inner)
     except Exception as e:
         buffered.close()
         if decompression_error(e):
             what = " ".join(x for x in (kind, "tar" if isinstance(e, tarfile.TarError) else None) if x) or "zip"
+            if isinstance(e, EOFError):
+                where = f"after {e.produced:,} decompressed bytes" if isinstance(e, CutShortError) else "in its first bytes"
+                raise TraceError(f"{path}: {_cut_short(what, where)}") from None
             raise TraceError(f"{path}: cannot read the {what} stream ({e})") from None
         raise
 
@@ -226,7 +389,22 @@ def compression_of(path: Path) -> str | None:
         return source_of(path).label()
     except TraceError:
         with open(path, "rb") as f:
-            return compression(f.read(10))
+            return compression(f.read(64))
+
+
+def _cut_short(codec: str | None, where: str) -> str:
+    return (f"the {codec} stream is cut short {where}: the file ends before its compressed data does "
+            "(truncated; an interrupted download or copy?)")
+
+
+def stream_error(path: Path, where: str, e: BaseException) -> TraceError:
+    """The one-line error for a compressed stream that failed ``where`` (``near line 12``): cut short (an EOFError,
+    which every codec raises for a file that ends too soon) or corrupt."""
+    if isinstance(e, CutShortError):
+        where = f"after {e.produced:,} decompressed bytes"
+    if isinstance(e, EOFError):
+        return TraceError(f"{path}: {_cut_short(compression_of(path), where)}")
+    return TraceError(f"{path}: corrupt {compression_of(path)} stream {where} ({e})")
 
 
 def decompression_error(e: BaseException) -> bool:
@@ -243,7 +421,7 @@ def read_head(path: Path, n: int = 4096) -> bytes:
             return f.read(n)
         except Exception as e:  # a corrupt frame (zstandard.ZstdError, lzma.LZMAError, ...)
             if decompression_error(e):
-                raise TraceError(f"{path}: cannot decompress the {compression_of(path)} stream ({e})") from None
+                raise stream_error(path, "in its first bytes", e) from None
             raise
 
 
@@ -280,7 +458,7 @@ def iter_lines(
             raise
         except Exception as e:  # a corrupt or truncated compressed stream
             if decompression_error(e):
-                raise TraceError(f"{path}: corrupt {compression_of(path)} stream near line {line_no} ({e})") from None
+                raise stream_error(path, f"near line {line_no}", e) from None
             raise
 
 
@@ -327,7 +505,7 @@ def iter_records(
                     data += more
             except Exception as e:
                 if decompression_error(e):
-                    raise TraceError(f"{path}: corrupt {compression_of(path)} stream near byte offset {offset} ({e})") from None
+                    raise stream_error(path, f"near byte offset {offset}", e) from None
                 raise
             if not data:
                 return

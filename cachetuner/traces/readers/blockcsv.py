@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from cachetuner.errors import TraceError
-from cachetuner.traces.assemble import Columns, ReadOptions, build_trace
+from cachetuner.resources import format_bytes
+from cachetuner.traces.assemble import MAX_OBJECT_BYTES, Columns, ReadOptions, build_trace
 from cachetuner.traces.base import NoParams, register_format, validate_params
-from cachetuner.traces.readers.tabular import collect, header_checker, iter_tables
+from cachetuner.traces.readers.tabular import collect, first_bad, header_checker, iter_tables
 from cachetuner.traces.readers.text import _row_to_line
 from cachetuner.traces.trace import Op, Trace
 
@@ -60,6 +61,10 @@ class LibCacheSimCsvReader:
         cols = [("version", "int"), ("time", "float"), ("op", "str"), ("size", "int"), ("lbn", "int")]
         ts, ops, sizes, keys, have = [], [], [], [], 0
         for chunk, rows in iter_tables(path, opts, cols, ",", header=header_checker(path, HEADER)):
+            size = rows["size"]  # 0: unknown, filled from the block's other requests (counted in the trace's meta)
+            first_bad(path, chunk.first_line, chunk.lines, size < 0, "size must be >= 0 bytes", size)
+            first_bad(path, chunk.first_line, chunk.lines, size > MAX_OBJECT_BYTES,
+                      f"size must be at most {MAX_OBJECT_BYTES:,} bytes ({format_bytes(MAX_OBJECT_BYTES)})", size)
             ops.append(map_codes(path, chunk.first_line, chunk.lines, rows["op"], SCSI_OPS))
             ts.append(rows["time"])
             sizes.append(rows["size"])

@@ -17,15 +17,16 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from cachetuner.errors import TraceError
-from cachetuner.traces.assemble import Columns, ReadOptions, build_trace
+from cachetuner.resources import format_bytes
+from cachetuner.traces.assemble import MAX_KEY_BYTES, MAX_OBJECT_BYTES, Columns, ReadOptions, build_trace
 from cachetuner.traces.base import register_format, validate_params
 from cachetuner.traces.readers.blockcsv import map_codes
-from cachetuner.traces.readers.kv import KeyMapper, _first_bad
+from cachetuner.traces.readers.kv import KeyMapper
 from cachetuner.traces.readers.ops import OP_WORDS
-from cachetuner.traces.readers.tabular import collect
+from cachetuner.traces.readers.tabular import collect, first_bad
 from cachetuner.traces.readers.text import _row_to_line
 from cachetuner.traces.streams import LineChunk, iter_lines
-from cachetuner.traces.textparse import parse_chunk
+from cachetuner.traces.textparse import loadtxt, nonfinite, parse_chunk
 from cachetuner.traces.trace import Trace
 
 #: Column roles and how their fields parse (textparse kinds). Keys are read as text and turned
@@ -147,16 +148,13 @@ def _parse(path: Path, chunk: LineChunk, spec: Spec, delimiter: str | None) -> n
     if not any(ln.strip() for ln in chunk.lines):
         return np.zeros(0, dtype=dtype)
     try:
-        return np.loadtxt(
-            chunk.lines,
-            dtype=dtype,
-            delimiter=delimiter,
-            comments=None,
-            ndmin=1,
-            usecols=[c for _, c in spec],
-        )
+        rows = loadtxt(chunk.lines, dtype, delimiter, usecols=[c for _, c in spec])
     except ValueError as e:
         raise _locate(path, chunk, spec, delimiter, str(e)) from None
+    bad = nonfinite(path, chunk, rows, [(role, ROLE_KINDS[role]) for role, _ in spec])
+    if bad is not None:
+        raise bad
+    return rows
 
 
 def _iter_rows(path: Path, p: CsvParams, opts: ReadOptions) -> Iterator[tuple[LineChunk, np.ndarray]]:
@@ -225,10 +223,14 @@ class CsvReader:
                     )
                 out["key"].append(mapper.map(keys))
                 out["key_len"].append(np.char.str_len(keys))
-            for role, lowest in (("size", 0), ("ttl", 0), ("key_size", 1)):
+            for role, lowest, highest in (("size", 0, MAX_OBJECT_BYTES), ("ttl", 0, None),
+                                          ("key_size", 1, MAX_KEY_BYTES)):
                 if role in roles:
                     values = rows[role]
-                    _first_bad(path, fl, lines, values < lowest, f"{role} must be >= {lowest}", values)
+                    first_bad(path, fl, lines, values < lowest, f"{role} must be >= {lowest}", values)
+                    if highest is not None:
+                        first_bad(path, fl, lines, values > highest,
+                                   f"{role} must be at most {highest:,} ({format_bytes(highest)})", values)
                     out[role].append(values)
             if "time" in roles:
                 out["time"].append(rows["time"])

@@ -12,11 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from cachetuner.errors import TraceError
-from cachetuner.traces.assemble import Columns, ReadOptions, build_trace
+from cachetuner.resources import format_bytes
+from cachetuner.traces.assemble import MAX_KEY_BYTES, MAX_OBJECT_BYTES, Columns, ReadOptions, build_trace
 from cachetuner.traces.base import NoParams, register_format, validate_params
 from cachetuner.traces.readers.blockcsv import map_codes
-from cachetuner.traces.readers.tabular import collect, iter_tables
+from cachetuner.traces.readers.tabular import clip_counts, collect, first_bad, iter_tables
 from cachetuner.traces.readers.text import _row_to_line
+from cachetuner.traces.streams import MemoryGuard
 from cachetuner.traces.trace import Op, Trace
 
 TWITTER_OPS: dict[bytes, Op] = {
@@ -48,13 +50,18 @@ class KeyMapper:
         return mapped[inverse.reshape(-1)]
 
 
-def _first_bad(
-    path: Path, first_line: int, lines: list[str], mask: np.ndarray, what: str, values: np.ndarray
+def check_sizes(
+    path: Path, first_line: int, lines: list[str], key_size: np.ndarray, value_size: np.ndarray, value_field: str
 ) -> None:
-    bad = np.flatnonzero(mask)
-    if len(bad):
-        line = first_line + _row_to_line(lines, int(bad[0]))
-        raise TraceError(f"{path}:{line}: {what}, got {values[bad[0]]}")
+    """Key and value sizes within what a cache can hold: a key of 1 byte to MAX_KEY_BYTES, a value of 0 (unknown:
+    a miss) to MAX_OBJECT_BYTES. Why the upper bounds: a larger number is a corrupt field, and key + value would
+    otherwise overflow on the way to the trace."""
+    first_bad(path, first_line, lines, key_size < 1, "key_size must be >= 1", key_size)
+    first_bad(path, first_line, lines, key_size > MAX_KEY_BYTES,
+               f"key_size must be at most {MAX_KEY_BYTES:,} ({format_bytes(MAX_KEY_BYTES)})", key_size)
+    first_bad(path, first_line, lines, value_size < 0, f"{value_field} must be >= 0", value_size)
+    first_bad(path, first_line, lines, value_size > MAX_OBJECT_BYTES,
+               f"{value_field} must be at most {MAX_OBJECT_BYTES:,} ({format_bytes(MAX_OBJECT_BYTES)})", value_size)
 
 
 @dataclass(frozen=True)
@@ -86,23 +93,8 @@ class TwitterReader:
         out: dict[str, list[np.ndarray]] = {k: [] for k in ("t", "k", "kb", "sz", "op", "ttl")}
         have = 0
         for chunk, rows in iter_tables(path, opts, cols, ","):
-            _first_bad(
-                path,
-                chunk.first_line,
-                chunk.lines,
-                rows["key_size"] < 1,
-                "key_size must be >= 1",
-                rows["key_size"],
-            )
-            _first_bad(
-                path,
-                chunk.first_line,
-                chunk.lines,
-                rows["value_size"] < 0,
-                "value_size must be >= 0",
-                rows["value_size"],
-            )
-            _first_bad(path, chunk.first_line, chunk.lines, rows["ttl"] < 0, "ttl must be >= 0", rows["ttl"])
+            check_sizes(path, chunk.first_line, chunk.lines, rows["key_size"], rows["value_size"], "value_size")
+            first_bad(path, chunk.first_line, chunk.lines, rows["ttl"] < 0, "ttl must be >= 0", rows["ttl"])
             out["op"].append(map_codes(path, chunk.first_line, chunk.lines, rows["op"], TWITTER_OPS))
             out["t"].append(rows["timestamp"])
             out["k"].append(mapper.map(rows["key"]))
@@ -158,25 +150,30 @@ class MetaKvReader:
 
         mapper = KeyMapper()
         out: dict[str, list[np.ndarray]] = {k: [] for k in ("t", "k", "kb", "sz", "op", "ttl", "n")}
-        have = 0
+        have = 0.0
+        guard = MemoryGuard(path, opts.limit)  # expanded requests, before they are expanded
         for chunk, rows in iter_tables(path, opts, [], ",", header=header):
             fl, lines = chunk.first_line, chunk.lines
-            _first_bad(path, fl, lines, rows["op_count"] < 1, "op_count must be >= 1", rows["op_count"])
-            _first_bad(path, fl, lines, rows["key_size"] < 1, "key_size must be >= 1", rows["key_size"])
-            _first_bad(path, fl, lines, rows["size"] < 0, "size must be >= 0", rows["size"])
+            first_bad(path, fl, lines, rows["op_count"] < 1, "op_count must be >= 1", rows["op_count"])
+            check_sizes(path, fl, lines, rows["key_size"], rows["size"], "size")
+            over = guard.expand(rows["op_count"])
+            if over is not None:
+                line = fl + _row_to_line(lines, over)
+                raise TraceError(f"{path}:{line}: op_count {int(rows['op_count'][over]):,} expands the trace to more "
+                                 f"requests than fit in memory: {guard.too_many(guard.seen)}")
             out["op"].append(map_codes(path, fl, lines, rows["op"], META_OPS))
             out["t"].append(rows["op_time"])
             out["k"].append(mapper.map(rows["key"]))
             out["kb"].append(rows["key_size"])
             out["sz"].append(rows["size"])
             ttl = rows["ttl"] if "ttl" in names else np.zeros(len(rows))
-            _first_bad(path, fl, lines, ttl < 0, "ttl must be >= 0", ttl)
+            first_bad(path, fl, lines, ttl < 0, "ttl must be >= 0", ttl)
             out["ttl"].append(ttl)
             out["n"].append(rows["op_count"])
-            have += int(rows["op_count"].sum())
+            have += float(rows["op_count"].sum(dtype=np.float64))
             if opts.limit is not None and have >= opts.limit:
                 break
-        n = collect(out["n"])
+        n = clip_counts(collect(out["n"]), opts.limit)  # only expand what the limit keeps
 
         def expand(parts: list[np.ndarray]) -> np.ndarray:
             return np.repeat(collect(parts), n)

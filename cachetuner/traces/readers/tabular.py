@@ -10,7 +10,7 @@ import numpy as np
 from cachetuner.errors import TraceError
 from cachetuner.traces.assemble import ReadOptions
 from cachetuner.traces.streams import LineChunk, iter_lines
-from cachetuner.traces.textparse import Columns, parse_chunk
+from cachetuner.traces.textparse import Columns, parse_chunk, row_to_line
 
 
 def iter_tables(
@@ -43,10 +43,31 @@ def iter_tables(
         raise TraceError(f"{path}: empty file")
 
 
+def first_bad(
+    path: Path, first_line: int, lines: list[str], mask: np.ndarray, what: str, values: np.ndarray
+) -> None:
+    """Raise ``path:line: what, got value`` for the first row of a chunk where ``mask`` is set."""
+    bad = np.flatnonzero(mask)
+    if len(bad):
+        line = first_line + row_to_line(lines, int(bad[0]))
+        value = values[bad[0]]
+        raise TraceError(f"{path}:{line}: {what}, got {f'{value:,}' if isinstance(value, np.integer) else value}")
+
+
 def collect(parts: list[np.ndarray], dtype: np.dtype | None = None) -> np.ndarray:
     if not parts:
         return np.zeros(0, dtype=dtype or np.int64)
     return np.concatenate(parts)
+
+
+def clip_counts(counts: np.ndarray, limit: int | None) -> np.ndarray:
+    """Per-row request counts (ARC's n_blocks, Meta's op_count) cut to add up to at most ``limit``: rows past it
+    expand to nothing, the row it falls in to its part before it. Why before expanding: expanding first and
+    cutting after would allocate what the limit is there to avoid (one row may stand for 10^12 requests)."""
+    if limit is None:
+        return counts
+    before = np.cumsum(counts, dtype=np.float64) - counts
+    return np.clip(limit - before, 0, counts).astype(np.int64)
 
 
 def header_checker(path: Path, expected: str) -> Callable[[str], Columns | None]:

@@ -9,13 +9,18 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from cachetuner.errors import TraceError
-from cachetuner.traces.assemble import Columns, ReadOptions, build_trace
+from cachetuner.resources import format_bytes
+from cachetuner.traces.assemble import MAX_OBJECT_BYTES, Columns, ReadOptions, build_trace
 from cachetuner.traces.base import NoParams, register_format, validate_params
-from cachetuner.traces.readers.tabular import collect, iter_tables
+from cachetuner.traces.readers.tabular import clip_counts, collect, first_bad, iter_tables
+from cachetuner.traces.streams import MemoryGuard
+from cachetuner.traces.textparse import row_to_line as _row_to_line
 from cachetuner.traces.trace import Trace
 
 #: ARC traces address 512-byte disk blocks.
 ARC_BLOCK_BYTES = 512
+#: The most blocks one line may name (one request of MAX_OBJECT_BYTES when not expanded).
+MAX_BLOCKS = MAX_OBJECT_BYTES // ARC_BLOCK_BYTES
 
 
 def _is_text(head: bytes) -> bool:
@@ -81,16 +86,25 @@ class ArcReader:
     def read(self, path: Path, opts: ReadOptions) -> Trace:
         p = validate_params(ArcParams, opts.params, f"{path}")
         assert isinstance(p, ArcParams)
-        starts, counts, have = [], [], 0
+        starts, counts, have = [], [], 0.0
         cols = [("start", "int"), ("n_blocks", "int"), ("ignored", "int"), ("req_no", "int")]
+        guard = MemoryGuard(path, opts.limit)  # expanded blocks, before they are expanded
         for chunk, rows in iter_tables(path, opts, cols, None):
-            bad = np.flatnonzero(rows["n_blocks"] < 1)
-            if len(bad):
-                line = chunk.first_line + _row_to_line(chunk.lines, int(bad[0]))
-                raise TraceError(f"{path}:{line}: n_blocks must be >= 1, got {int(rows['n_blocks'][bad[0]])}")
+            n_blocks = rows["n_blocks"]
+            first_bad(path, chunk.first_line, chunk.lines, n_blocks < 1, "n_blocks must be >= 1", n_blocks)
+            if p.expand:  # one request per block: the count is bounded by the memory to hold them
+                over = guard.expand(n_blocks)
+                if over is not None:
+                    line = chunk.first_line + _row_to_line(chunk.lines, over)
+                    raise TraceError(f"{path}:{line}: n_blocks {int(n_blocks[over]):,} expands the trace to more "
+                                     f"blocks than fit in memory: {guard.too_many(guard.seen)}")
+            else:  # one request of n_blocks * 512 bytes
+                first_bad(path, chunk.first_line, chunk.lines, n_blocks > MAX_BLOCKS,
+                          f"n_blocks must be at most {MAX_BLOCKS:,} (a {format_bytes(MAX_OBJECT_BYTES)} request)",
+                          n_blocks)
             starts.append(rows["start"])
-            counts.append(rows["n_blocks"])
-            have += int(rows["n_blocks"].sum()) if p.expand else len(rows)
+            counts.append(n_blocks)
+            have += float(n_blocks.sum(dtype=np.float64)) if p.expand else len(rows)
             if opts.limit is not None and have >= opts.limit:
                 break
         start, n_blocks = collect(starts), collect(counts)
@@ -98,28 +112,13 @@ class ArcReader:
         if not p.expand:
             cols_ = Columns(keys=start, sizes=n_blocks * ARC_BLOCK_BYTES)
             return build_trace(path.name, cols_, opts, meta)
-        if opts.limit is not None:
-            # Only expand what the limit keeps.
-            cum = np.cumsum(n_blocks)
-            keep = int(np.searchsorted(cum, opts.limit)) + 1
-            start, n_blocks = start[:keep], n_blocks[:keep]
+        n_blocks = clip_counts(n_blocks, opts.limit)  # only expand what the limit keeps
         total = int(n_blocks.sum())
         line_start = np.cumsum(n_blocks) - n_blocks
         offsets = np.arange(total, dtype=np.int64) - np.repeat(line_start, n_blocks)
         keys = np.repeat(start, n_blocks) + offsets
         cols_ = Columns(keys=keys, sizes=np.full(total, ARC_BLOCK_BYTES, dtype=np.int64))
         return build_trace(path.name, cols_, opts, meta)
-
-
-def _row_to_line(lines: list[str], row: int) -> int:
-    """Index within ``lines`` of the ``row``-th non-blank line."""
-    seen = -1
-    for i, ln in enumerate(lines):
-        if ln.strip():
-            seen += 1
-            if seen == row:
-                return i
-    return len(lines) - 1
 
 
 @dataclass(frozen=True)
@@ -138,10 +137,10 @@ class AdaptSizeReader:
         validate_params(NoParams, opts.params, f"{path}")
         keys, sizes, have = [], [], 0
         for chunk, rows in iter_tables(path, opts, [("time", "int"), ("id", "int"), ("size", "int")], None):
-            bad = np.flatnonzero(rows["size"] < 1)
-            if len(bad):
-                line = chunk.first_line + _row_to_line(chunk.lines, int(bad[0]))
-                raise TraceError(f"{path}:{line}: size must be >= 1 byte, got {int(rows['size'][bad[0]])}")
+            size = rows["size"]
+            first_bad(path, chunk.first_line, chunk.lines, size < 1, "size must be >= 1 byte", size)
+            first_bad(path, chunk.first_line, chunk.lines, size > MAX_OBJECT_BYTES,
+                      f"size must be at most {MAX_OBJECT_BYTES:,} bytes ({format_bytes(MAX_OBJECT_BYTES)})", size)
             keys.append(rows["id"])
             sizes.append(rows["size"])
             have += len(rows)

@@ -11,7 +11,7 @@ from cachetuner.traces.assemble import Columns, ReadOptions, build_trace
 from cachetuner.traces.base import validate_params
 from cachetuner.traces.sizes import parse_size_model
 from cachetuner.traces.synthetic import composite, workloads  # noqa: F401  (registers workloads)
-from cachetuner.traces.synthetic.common import Requests, WorkloadParams
+from cachetuner.traces.synthetic.common import Requests, WorkloadParams, ensure_fits
 from cachetuner.traces.synthetic.registry import (
     SYNTHETIC_WORKLOADS,
     Workload,
@@ -43,6 +43,7 @@ def generate(name: str, params: dict | None, opts: ReadOptions, *, source: str |
         raw["rate"] = opts.rate
     p = validate_params(w.params_model, raw, source)
     assert isinstance(p, WorkloadParams)
+    ensure_fits(p, source)
     try:
         req = w.generate(p, np.random.default_rng(opts.seed))
     except ValueError as e:  # a nested phase's bad params

@@ -9,23 +9,28 @@ sees slow change, sudden change, cache pollution and load swings in one episode 
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from cachetuner.errors import TraceError
 from cachetuner.traces.base import validate_params
-from cachetuner.traces.synthetic.common import Requests, WorkloadParams
+from cachetuner.traces.synthetic.common import Requests, WorkloadParams, no_bools
 from cachetuner.traces.synthetic.registry import get_workload, register_workload
 from cachetuner.traces.trace import Op
 
 
 class PhaseSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     workload: str = Field(description="a registered workload name (not 'shifting')")
     fraction: float = Field(gt=0.0, description="share of n_requests in this phase (normalised over phases)")
     params: dict = Field(
         default_factory=dict, description="that workload's params (n_keys/n_requests/rate/sizes are set here)"
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bools(cls, v: object, info: ValidationInfo) -> object:
+        return no_bools(cls, v, info)
 
 
 def _default_phases() -> list[PhaseSpec]:
