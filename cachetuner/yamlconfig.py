@@ -116,10 +116,14 @@ def load_yaml(path: str | Path) -> dict:
 
 
 def section(data: dict, key: str, source: str) -> Any:
-    """``data[key]``; a missing section is a one-line :class:`ConfigError`."""
-    if key not in data:
-        raise ConfigError(field_error(source, key, "missing section"))
-    return data[key]
+    """``data[key]``, where a dotted key names a nested section (``eval.env``); a missing section is a one-line
+    :class:`ConfigError` naming the whole key."""
+    node: Any = data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ConfigError(field_error(source, key, "missing section"))
+        node = node[part]
+    return node
 
 
 def load_model(model: type[M], path: str | Path, *, key: str | None = None) -> M:

@@ -30,6 +30,10 @@ def _load_cfg(config: Path | None, section: str | None) -> Any:
     from cachetuner.env import EnvConfig
 
     if config is None:
+        if section is not None:
+            from cachetuner.errors import ConfigError
+
+            raise ConfigError("--section: only with --config (the section of that YAML to read)")
         return EnvConfig()
     return EnvConfig.from_yaml(config, key=section)
 

@@ -74,7 +74,10 @@ def _current(text: str | None, trace, default_policy: str) -> RedisConfig | None
     size, _, policy = text.partition(":")
     policy = policy.strip() or default_policy
     POLICIES.get(policy, field="--current")
-    return RedisConfig(maxmemory=parse_size(size, trace, what="--current"), maxmemory_policy=policy)  # type: ignore[arg-type]
+    maxmemory = parse_size(size, trace, what="--current")
+    if maxmemory < 1:  # Redis reads 0 as unlimited: this replay would price an unbounded cache as a 0 B one
+        raise ConfigError(f"--current {text!r}: the size must be at least 1 byte (0 means unlimited in Redis)")
+    return RedisConfig(maxmemory=maxmemory, maxmemory_policy=policy)  # type: ignore[arg-type]
 
 
 @app.command("recommend")
@@ -128,6 +131,8 @@ def recommend_cmd(
         lo, hi = default_bounds(tr, SimParams())
         lo = parse_size(min_size, tr, what="--min-size") if min_size is not None else lo
         hi = parse_size(max_size, tr, what="--max-size") if max_size is not None else hi
+        if lo < 1:
+            raise ConfigError("--min-size: the smallest size must be at least 1 byte (0 means unlimited in Redis)")
         if lo >= hi:
             raise ConfigError(f"--min-size {lo:,} B must be below --max-size {hi:,} B")
         bounds = (lo, hi)

@@ -119,6 +119,16 @@ def evaluate_cmd(
             raise ConfigError("--prices/--budget: with --suite the prices come from the suite's `prices:` list")
         if history is not None:
             raise ConfigError("--history: with --suite the share comes from the suite's `history:`")
+        # everything else a single evaluation takes comes from the suite file: given here it would be ignored
+        ignored = [name for name, given in (
+            ("--trace", trace is not None), ("--format", fmt != "auto"), ("--size-model", size_model is not None),
+            ("--rate", rate is not None), ("--seed", seed != 0), ("--limit", limit is not None),
+            ("--params", params is not None), ("--config", config is not None), ("--tuners", tuners is not None),
+            ("--workload", workload != 0), ("--intervals", intervals is not None),
+        ) if given]  # fmt: skip
+        if ignored:
+            raise ConfigError(f"{', '.join(ignored)}: with --suite these come from the suite file (its traces, "
+                              "controllers, seeds, intervals and config:)")
 
         res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address)
         for note in res["notes"]:
@@ -133,6 +143,8 @@ def evaluate_cmd(
 
     if ray_address is not None:
         raise ConfigError("--ray-address: only with --suite (a single evaluation is one process)")
+    if full:
+        raise ConfigError("--full: only with --suite (the suite's full: variant)")
 
     names = [t.strip() for t in tuners.split(",") if t.strip()] if tuners is not None else None
     if names == []:

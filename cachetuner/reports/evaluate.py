@@ -92,7 +92,10 @@ def price_option(preset: str | None, budget: str | None) -> str | PricesConfig |
         if not 0 < share <= 10:
             raise ConfigError(f"--budget {budget!r}: the share must be in (0, 1000]%")
         return PricesConfig(preset="budget", budget_fraction=share)
-    return PricesConfig(preset="budget", budget_bytes=parse_size(text, what="--budget"))
+    cap = parse_size(text, what="--budget")
+    if cap < 1:
+        raise ConfigError(f"--budget {budget!r}: the cap must be at least 1 byte (0 would mean unlimited in Redis)")
+    return PricesConfig(preset="budget", budget_bytes=cap)
 
 
 def with_history(env_cfg: EnvConfig, share: float, workload: int = 0) -> tuple[EnvConfig, dict[str, dict[str, Any]]]:

@@ -53,6 +53,9 @@ def test_full_needs_a_full_section(tmp_path: Path) -> None:
     ("args", "why"),
     [
         (["evaluate", "--tuners", ","], "--tuners: give at least one controller name (omit --tuners for all)"),
+        (["evaluate", "--suite", "{tmp}/s.yaml", "--rate", "100", "--tuners", "mrc"],
+         "--rate, --tuners: with --suite these come from the suite file"),
+        (["evaluate", "--full"], "--full: only with --suite"),
         (["bench", "mrc", "--traces", ","], "--traces: give at least one trace path (omit --traces for all)"),
         (["evaluate", "--model", "{tmp}/g.zip"], "{tmp}/g.zip: not a trained policy (model.zip from `cachetuner train`)"),
         (["evaluate", "--model", "{tmp}/other.zip"],
@@ -65,6 +68,7 @@ def test_evaluate_inputs_are_one_line(tmp_path: Path, args: list[str], why: str)
     import zipfile
 
     (tmp_path / "g.zip").write_bytes(b"garbage")
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({"traces": [TRACE]}))
     with zipfile.ZipFile(tmp_path / "other.zip", "w") as z:
         z.writestr("a.txt", "x")
     r = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", *[a.format(tmp=tmp_path) for a in args]],

@@ -61,3 +61,19 @@ def test_cli_prints_the_one_line(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "evaluate", "--suite", str(f)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr == f"error: {f}: not UTF-8 text (byte 0xff at offset 8); a config file is YAML\n"
+
+
+def test_a_dotted_section_reads_a_nested_one(tmp_path: Path) -> None:
+    from cachetuner.env import EnvConfig
+
+    f = tmp_path / "exp.yaml"
+    f.write_text("eval:\n  env:\n    interval_s: 7\n")
+    assert EnvConfig.from_yaml(f, key="eval.env").interval_s == 7
+    with pytest.raises(ConfigError, match=r"field 'eval.nope': missing section"):
+        EnvConfig.from_yaml(f, key="eval.nope")
+    with pytest.raises(ConfigError, match=r"field 'eval.env.interval_s'"):
+        f.write_text("eval:\n  env:\n    interval_s: -1\n")
+        EnvConfig.from_yaml(f, key="eval.env")
+    r = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "env", "info", "--section", "env"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr == "error: --section: only with --config (the section of that YAML to read)\n"
