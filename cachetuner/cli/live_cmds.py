@@ -95,7 +95,8 @@ def replay_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Replay a trace into Redis as a read-through application (GET, on miss SET), pipelined."""
-    from cachetuner.live.replay import ReplayOptions, replay
+    from cachetuner.live.replay import replay, replay_options
+    from cachetuner.live.resp import parse_redis_url
     from cachetuner.live.stack import load_state
 
     if stack_dir is not None and not redis:
@@ -105,13 +106,14 @@ def replay_cmd(
         redis = info.redis_url
     if not redis:
         raise ConfigError("--redis URL or --stack-dir DIR is required (start one with `cachetuner stack up`)")
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
-    opts = ReplayOptions(
+    parse_redis_url(redis)
+    opts = replay_options(
         rate=rate, speedup=speedup, duration_s=duration, max_requests=max_requests, loop=loop, pipeline=pipeline,
-        metrics_port=None if metrics_port < 0 else metrics_port, sample_rate=sample_rate,
+        metrics_port=None if metrics_port == -1 else metrics_port, sample_rate=sample_rate,
         miss_latency_ms=miss_latency_ms, miss_sigma=miss_sigma, seed=seed, ttl_policy=ttl_policy,
         stack_dir=str(stack_dir) if stack_dir is not None else None,
     )  # fmt: skip
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
     total = max_requests or (None if loop else len(tr))
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"replaying {tr.name}", total=total)
@@ -166,12 +168,15 @@ def bench_replay(
 @app.command("calibrate")
 def calibrate_cmd(
     redis: Annotated[str | None, typer.Option("--redis", help="Scratch Redis to measure (it is FLUSHed!); default: a fresh one.")] = None,
-    n_keys: Annotated[int, typer.Option("--keys", help="Keys written per value size.")] = 5000,
+    n_keys: Annotated[int, typer.Option("--keys", help="Keys written per value size (>= 1).")] = 5000,
     json_out: JsonOpt = False,
 ) -> None:
     """Measure Redis's per-key memory (INFO used_memory deltas, MEMORY USAGE) against the simulator's model."""
     from cachetuner.live.calibrate import calibrate
+    from cachetuner.live.resp import parse_redis_url
 
+    if redis is not None:
+        parse_redis_url(redis)
     with console.status("calibrating the memory model ..."):
         cal = calibrate(redis, n_keys=n_keys)
     if json_out:
@@ -216,10 +221,17 @@ def fidelity_cmd(
     """Hit ratio of the real Redis vs the simulator, per policy x memory size, same trace and clock."""
     from cachetuner.config import REDIS_POLICIES
     from cachetuner.live.fidelity import FidelityOptions, run_fidelity
+    from cachetuner.live.resp import parse_redis_url
+    from cachetuner.yamlconfig import validate_options
 
-    tr = load_trace_from_options(trace, format, size_model, None, seed, limit, params)
+    if redis is not None:
+        parse_redis_url(redis)
     pols = tuple(p.strip() for p in policies.split(",") if p.strip()) or REDIS_POLICIES
-    opts = FidelityOptions(sizes=_fractions(sizes), policies=pols, rate=rate, pipeline=pipeline, scenarios=scenarios, seed=seed)
+    opts = validate_options(
+        FidelityOptions,
+        {"sizes": _fractions(sizes), "policies": pols, "rate": rate, "pipeline": pipeline, "scenarios": scenarios, "seed": seed},
+    )
+    tr = load_trace_from_options(trace, format, size_model, None, seed, limit, params)
     n_runs = len(opts.sizes) * len(pols) + (2 if scenarios else 0) + 1
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("fidelity", total=n_runs + 1)
@@ -266,9 +278,12 @@ def live_eval_cmd(
 ) -> None:
     """A short evaluation episode of a controller on a live Redis (starts a local stack unless URLs are given)."""
     from cachetuner.live.live_eval import live_eval
+    from cachetuner.live.resp import parse_redis_url
 
     if bool(redis) != bool(prometheus):
         raise ConfigError("--redis and --prometheus go together (or give neither to start a local stack)")
+    if redis:
+        parse_redis_url(redis)
     tr = load_trace_from_options(trace, format, size_model)
 
     def show(row: dict) -> None:

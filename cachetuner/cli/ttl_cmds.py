@@ -170,8 +170,9 @@ def tenants_cmd(
     maxmemory_for(trace, memory, "--memory")
     check_warmup(warmup, trace, interval, "--warmup")
     if stack_dir is not None:
-        from cachetuner.live.replay_qos import live_qos_experiment, live_qos_figure
+        from cachetuner.live.replay_qos import check_speedup, live_qos_experiment, live_qos_figure
 
+        check_speedup(speedup)
         with console.status(f"replaying {trace.name} into the live stack, 2 scenarios x {trace.duration / speedup:.0f} s"):
             live = live_qos_experiment(trace, stack_dir, policy=policy, memory_share=memory, interval_s=interval,
                                        warmup=warmup, speedup=speedup)  # fmt: skip

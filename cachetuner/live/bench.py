@@ -20,8 +20,8 @@ import subprocess
 import tempfile
 import time
 
-from cachetuner.errors import ServiceError
-from cachetuner.live.replay import ReplayOptions, replay
+from cachetuner.errors import ConfigError, ServiceError
+from cachetuner.live.replay import replay, replay_options
 from cachetuner.live.resp import redis_client
 from cachetuner.live.stack import LocalStack
 from cachetuner.traces.trace import Trace
@@ -48,6 +48,12 @@ def bench_replay(trace: Trace, *, pipeline: int = 64, requests: int = 200_000, c
     """Alternate ``rounds`` x (replay ``requests`` of ``trace`` flat out, redis-benchmark) against one server; medians."""
     if rounds < 1:
         raise ServiceError(f"bench replay: rounds={rounds} must be >= 1")
+    if clients < 1:  # redis-benchmark would run with its default instead, and the JSON would record the bad value
+        raise ConfigError(f"--clients: redis-benchmark connections must be >= 1, got {clients}")
+    # checked before the server starts (one line naming the option, not a traceback after the first round)
+    opts = replay_options(
+        {"max_requests": "--requests"}, pipeline=pipeline, max_requests=requests, loop=True, metrics_port=None, sample_rate=0.0
+    )
     value_bytes = int(trace.sizes.mean()) if len(trace) else 64
     rows: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="ct-bench-") as d, LocalStack(d, maxmemory=0, redis_only=True) as stack:
@@ -55,7 +61,6 @@ def bench_replay(trace: Trace, *, pipeline: int = 64, requests: int = 200_000, c
         try:
             for _ in range(rounds):
                 admin.flushall()
-                opts = ReplayOptions(pipeline=pipeline, max_requests=requests, loop=True, metrics_port=None, sample_rate=0.0)
                 t0, c0 = time.perf_counter(), time.process_time()
                 res = replay(trace, stack.redis_url, opts)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0

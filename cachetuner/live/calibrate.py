@@ -20,9 +20,11 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import redis.exceptions
 
+from cachetuner.errors import ConfigError
 from cachetuner.live.replay import KEY_PREFIX
-from cachetuner.live.resp import RespConnection, encode, redis_client
+from cachetuner.live.resp import RespConnection, connect_error, encode, redis_client
 from cachetuner.live.stack import LocalStack
 from cachetuner.sim.memory import redis7_key_bytes
 from cachetuner.sim.params import ClientParams, MemoryParams, SimParams
@@ -79,12 +81,17 @@ def calibrate(
     fill_value_bytes: int = 1024,
 ) -> Calibration:
     """Measure on ``redis_url`` (FLUSHALL!) or on a fresh redis-server when None."""
+    if n_keys < 1:  # checked before a server starts: 0 keys divide by zero, fewer leave no key to measure
+        raise ConfigError(f"--keys: keys written per value size must be >= 1, got {n_keys}")
     if redis_url is None:
         with tempfile.TemporaryDirectory(prefix="ct-calib-") as d, LocalStack(d, maxmemory=0, redis_only=True) as st:
             return calibrate(st.redis_url, sizes, n_keys, pipeline, fill_value_bytes)
     r = redis_client(redis_url, socket_timeout=10.0)
     try:
-        server = r.info("server")
+        try:
+            server = r.info("server")
+        except redis.exceptions.ConnectionError as e:  # worded as the replayer words it, not a redis-py traceback
+            raise connect_error(redis_url, e) from e
         mem = r.info("memory")
         cal = Calibration(redis_version=str(server.get("redis_version")), allocator=str(mem.get("mem_allocator")), n_keys=n_keys)
         r.config_set("maxmemory", "0")

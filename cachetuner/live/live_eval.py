@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from cachetuner.errors import ConfigError, ServiceError
-from cachetuner.live.replay import ReplayOptions, ReplayResult, replay
+from cachetuner.errors import CacheTunerError, ConfigError, ServiceError
+from cachetuner.live.replay import ReplayResult, replay, replay_options
 from cachetuner.live.stack import LocalStack, load_state
 from cachetuner.traces.trace import Trace
 
@@ -36,6 +36,8 @@ def _controller(model_path: str | None, config_path: str | None, name: str) -> t
             raise ConfigError(f"--config {config_path}: file not found")
         artifact = load_policy(model_path, config=config_path)
         return make_controller("ppo", model=artifact), artifact.env_config
+    if model_path is not None:  # as `evaluate` refuses options it would ignore: the title would name a model never run
+        raise ConfigError(f"--model {model_path}: only --controller ppo runs a model; --controller {name} would ignore it")
     if watches_history(name):
         raise ConfigError(f"--controller {name!r} watches a history before it starts, which live-eval does not give it; "
                           "use mrc (evaluate it with a suite's `history:`, or run it in the daemon with policy.history)")
@@ -56,6 +58,16 @@ def _services(redis_url: str | None, prometheus_url: str | None, stack_dir: str 
         return
     with tempfile.TemporaryDirectory(prefix="ct-live-eval-") as d, LocalStack(d) as st:
         yield st.redis_url, st.prometheus_url, d
+
+
+def _raise_replay_error(err: BaseException | None) -> None:
+    """Re-raise the background replay's failure in the main thread as it was (a refused connection stays
+    "cannot connect to Redis at ..."); an unexpected one becomes a :class:`ServiceError` that names it."""
+    if err is None:
+        return
+    if isinstance(err, CacheTunerError):
+        raise err
+    raise ServiceError(f"the background replay failed: {type(err).__name__}: {err}") from err
 
 
 def live_eval(
@@ -86,15 +98,17 @@ def live_eval(
     from cachetuner.live.env_factory import make_live_env
 
     ctl, env_cfg = _controller(model_path, config_path, controller)
+    # checked here, before a stack starts: built in the replay thread, a bad --rate was a traceback there and a
+    # 60 s wait for a replay that never began in the main thread
+    base_opts = replay_options(rate=rate, loop=True, duration_s=(intervals + 4) * interval_s + 60.0)
     with _services(redis_url, prometheus_url, stack_dir) as (r_url, p_url, s_dir):
         stop = threading.Event()
         started = threading.Event()
         result: dict[str, Any] = {}
 
+        opts = base_opts.model_copy(update={"stack_dir": s_dir})
+
         def run_replay() -> None:
-            opts = ReplayOptions(
-                rate=rate, loop=True, duration_s=(intervals + 4) * interval_s + 60.0, stack_dir=s_dir,
-            )  # fmt: skip
             try:
                 result["replay"] = replay(trace, r_url, opts, stop=stop, progress=lambda _n: started.set())
             except Exception as e:  # noqa: BLE001 (reported by the main thread)
@@ -106,8 +120,9 @@ def live_eval(
         worker.start()
         rows: list[dict] = []
         try:
-            if not started.wait(60.0) or "error" in result:
-                raise ServiceError(f"the background replay did not start: {result.get('error', 'timeout')}")
+            if not started.wait(60.0):
+                raise ServiceError("the background replay did not start within 60 s")
+            _raise_replay_error(result.get("error"))
             env = make_live_env(
                 redis_url=r_url, prometheus_url=p_url, interval_s=interval_s, cfg=env_cfg, episode_intervals=intervals
             )

@@ -46,12 +46,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from dataclasses import replace as dc_replace
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cachetuner.errors import ConfigError
 from cachetuner.live import sampling
@@ -74,7 +75,7 @@ from cachetuner.ttl import KeySpace, apply_ttl_policy, keyspace_for
 
 __all__ = [
     "KEY_PREFIX", "LIST_MAX_REQUESTS", "BatchCounters", "BatchHistogram", "ReplayMetrics", "ReplayOptions",
-    "ReplayResult", "Replayer", "replay",
+    "ReplayResult", "Replayer", "replay", "replay_options",
 ]  # fmt: skip
 
 #: Traces up to this many requests are converted to Python lists for the hot loop.
@@ -135,6 +136,26 @@ class ReplayOptions(BaseModel):
     def check(self) -> None:
         if self.rate is not None and self.speedup is not None:
             raise ConfigError("replay: give --rate or --speedup, not both")
+
+
+#: ReplayOptions fields whose command-line option is not ``--field-name``
+OPTION_NAMES: dict[str, str] = {"duration_s": "--duration"}
+
+
+def replay_options(renames: Mapping[str, str] | None = None, **values: Any) -> ReplayOptions:
+    """:class:`ReplayOptions` from command-line values, checked before anything starts: a bad value is one
+    :class:`ConfigError` line naming the option the user typed (``--duration: Input should be greater than 0,
+    got 0.0``), not pydantic's multi-line report of field ``duration_s``. ``renames`` maps further fields to
+    the option of the calling command (``bench replay`` takes ``max_requests`` as ``--requests``)."""
+    names = {**OPTION_NAMES, **(renames or {})}
+    try:
+        return ReplayOptions(**values)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        option = names.get(field, "--" + field.replace("_", "-")) if field else "replay options"
+        got = f", got {first['input']!r}" if "input" in first and not isinstance(first["input"], dict) else ""
+        raise ConfigError(f"{option}: {str(first['msg']).removeprefix('Value error, ')}{got}") from None
 
 
 @dataclass

@@ -27,6 +27,13 @@ from cachetuner.traces.trace import Trace
 from cachetuner.ttl.keyspace import QOS_CLASSES, keyspace_for
 
 
+def check_speedup(speedup: float) -> None:
+    """``--speedup`` must be a finite number > 0: 0 divides the trace's duration by zero, a negative one
+    asks for negative wall seconds and NaN reaches the replayer's options as a pydantic traceback."""
+    if not 0 < speedup < float("inf"):
+        raise ConfigError(f"--speedup: must be a finite number > 0, got {speedup!r}")
+
+
 def live_qos_experiment(
     trace: Trace,
     stack_dir: str,
@@ -41,6 +48,7 @@ def live_qos_experiment(
 ) -> dict[str, Any]:
     """Per scenario and tenant: hit ratio, mean p95 and the share of intervals meeting the class
     threshold, measured on the live stack in ``stack_dir``."""
+    check_speedup(speedup)
     info = load_state(stack_dir)
     if info is None:
         raise ConfigError(f"--stack-dir {stack_dir}: no stack.json there (run `cachetuner stack up --dir {stack_dir}`)")

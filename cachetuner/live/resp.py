@@ -17,7 +17,7 @@ from typing import Any
 import hiredis
 from redis.connection import parse_url
 
-from cachetuner.errors import ServiceError
+from cachetuner.errors import ConfigError, ServiceError
 
 
 def encode(*args: bytes | str | int) -> bytes:
@@ -32,9 +32,35 @@ def encode(*args: bytes | str | int) -> bytes:
     return b"".join(parts)
 
 
+def parse_redis_url(url: str, option: str = "--redis") -> dict[str, Any]:
+    """redis-py's ``parse_url``, with a malformed URL (``foo``, ``http://x``, port 99999) as a one-line
+    :class:`ConfigError` naming ``option`` instead of a ValueError traceback from deep inside a command."""
+    try:
+        return dict(parse_url(url))
+    except ValueError as e:
+        raise ConfigError(f"{option}: {e}, got {redact_url(url)!r} (expected e.g. redis://127.0.0.1:6379/0)") from None
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password (for output and error messages)."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    cred, host = rest.rsplit("@", 1)
+    user = cred.split(":", 1)[0] if ":" in cred else ""
+    return f"{scheme}://{user}:***@{host}"
+
+
+def connect_error(url: str, err: Exception) -> ServiceError:
+    """The one wording of "nothing answers at this URL", for the raw socket and for redis-py clients alike."""
+    kw = parse_redis_url(url)
+    where = kw.get("path") or f"{kw.get('host', '127.0.0.1')}:{kw.get('port', 6379)}"
+    return ServiceError(f"cannot connect to Redis at {where} ({err}); is it running? (`cachetuner stack up`)")
+
+
 def url_credentials(url: str) -> tuple[str | None, str | None]:
     """(username, password) from the URL, else from ``REDIS_USERNAME`` / ``REDIS_PASSWORD``."""
-    kw = parse_url(url)
+    kw = parse_redis_url(url)
     return kw.get("username") or os.environ.get("REDIS_USERNAME"), kw.get("password") or os.environ.get("REDIS_PASSWORD")
 
 
@@ -44,9 +70,10 @@ def redis_client(url: str, **kwargs: Any) -> Any:
 
     user, password = url_credentials(url)
     extra: dict[str, Any] = {}
-    if user and not parse_url(url).get("username"):
+    kw = parse_redis_url(url)
+    if user and not kw.get("username"):
         extra["username"] = user
-    if password and not parse_url(url).get("password"):
+    if password and not kw.get("password"):
         extra["password"] = password
     return redis.Redis.from_url(url, **extra, **kwargs)
 
@@ -59,12 +86,14 @@ class RespConnection:
     """
 
     def __init__(self, url: str, timeout_s: float = 30.0) -> None:
-        kw = parse_url(url)
+        kw = parse_redis_url(url)
+        if "path" in kw:  # a TCP socket only: unix:// would silently connect to 127.0.0.1:6379 instead
+            raise ConfigError(f"--redis: the replayer connects over TCP (redis:// or rediss://), got {redact_url(url)!r}")
         host, port = kw.get("host", "127.0.0.1"), int(kw.get("port", 6379))
         try:
             sock = socket.create_connection((host, port), timeout=timeout_s)
         except OSError as e:
-            raise ServiceError(f"cannot connect to Redis at {host}:{port} ({e}); is it running? (`cachetuner stack up`)") from e
+            raise connect_error(url, e) from e
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if url.startswith("rediss://"):
             ctx = ssl.create_default_context()

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from cachetuner.errors import ServiceError
+from cachetuner.errors import ConfigError, ServiceError
 from cachetuner.ports import free_port
 
 REDIS_SERVER = "/usr/bin/redis-server"
@@ -178,6 +178,7 @@ class LocalStack:
         redis_options: Mapping[str, str] | None = None,
         rule_files: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
+        _check_redis_start(maxmemory, maxmemory_policy)
         self.dir = Path(dir).resolve()
         #: Prometheus rule files (alerting/recording rules, e.g. deploy/alerts.yml) the stack's Prometheus evaluates
         self.rule_files = [Path(f).resolve() for f in rule_files]
@@ -210,8 +211,13 @@ class LocalStack:
 
         A port taken between its choice and the bind (:class:`PortTakenError`) stops what this attempt
         started and starts over on new ports, up to :data:`PORT_ATTEMPTS` times."""
+        if self.dir.exists() and not self.dir.is_dir():
+            raise ConfigError(f"--dir {self.dir}: a file, not a folder for the stack")
         if (self.dir / STATE_FILE).exists():
-            old = load_state(self.dir)
+            try:
+                old = load_state(self.dir)
+            except ConfigError as e:  # it may record a stack that still runs: starting over would orphan it
+                raise ConfigError(f"{e}{_stop_by_hand(self.dir)}; remove it to start a new stack here") from None
             if old and any(_is_same_process(p, old.cmdlines.get(n, [])) for n, p in old.pids.items()):
                 raise ServiceError(f"a stack is already running in {self.dir} (run `cachetuner stack down --dir {self.dir}`)")
         attempt = 1
@@ -236,7 +242,10 @@ class LocalStack:
         for sub in ("prometheus-data", TARGETS_DIR):
             shutil.rmtree(self.dir / sub, ignore_errors=True)
         for sub in ("logs", "redis", "prometheus-data", TARGETS_DIR, f"{TARGETS_DIR}/daemon"):
-            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+            try:
+                (self.dir / sub).mkdir(parents=True, exist_ok=True)
+            except OSError as e:  # a file on the way (--dir a/b with a a file), no permission, read-only disk
+                raise ConfigError(f"--dir {self.dir}: cannot create {sub}/ there ({e.strerror})") from None
         info = self.info
         info.redis_port = free_port()
         info.exporter_port = free_port()
@@ -465,13 +474,56 @@ def _tail(path: Path, n: int = 400, start: int = 0) -> str:
         return "(no log)"
 
 
+def _check_redis_start(maxmemory: int, policy: str) -> None:
+    """Refuse what redis-server would refuse at start, before anything is spawned: otherwise ``stack up``
+    starts the exporter and Prometheus and then reports Redis's FATAL log, flattened into one long line."""
+    from cachetuner.config import REDIS_POLICIES
+
+    if isinstance(maxmemory, bool) or not isinstance(maxmemory, int) or maxmemory < 0:
+        raise ConfigError(f"--maxmemory: bytes must be an integer >= 0 (0 = no limit), got {maxmemory!r}")
+    if policy not in REDIS_POLICIES:
+        raise ConfigError(f"--policy: unknown maxmemory-policy {policy!r}; one of {', '.join(REDIS_POLICIES)}")
+
+
 def load_state(dir: str | os.PathLike[str]) -> StackInfo | None:
-    """The ``stack.json`` of ``dir``, or None when there is none (or it is unreadable)."""
+    """The ``stack.json`` of ``dir``, or None when there is none.
+
+    One that exists but does not parse is a :class:`ConfigError` naming it, not None: taken for "no
+    stack", ``stack down`` would report nothing to stop while the processes it records keep running."""
     path = Path(dir) / STATE_FILE
     try:
-        return StackInfo(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: unreadable stack.json ({getattr(e, 'strerror', None) or e})") from None
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
+        return StackInfo(**data)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}: unreadable stack.json ({e})") from None
+
+
+def _stop_by_hand(dir: str | os.PathLike[str]) -> str:
+    """``; stop the processes by hand: kill ...`` for the PIDs a damaged ``stack.json`` still names (found by
+    pattern, since it no longer parses) that run the stack's executable under that name, or "" when none do:
+    a PID read from a damaged file is only suggested when it is still, say, a redis-server."""
+    try:
+        text = (Path(dir) / STATE_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    exes = {"redis": REDIS_SERVER, "exporter": REDIS_EXPORTER, "prometheus": PROMETHEUS}
+    running = []
+    for name, pid in dict.fromkeys(re.findall(r'"(prometheus|exporter|redis)"\s*:\s*(\d+)', text)):
+        current = _proc_cmdline(int(pid))
+        if int(pid) > 1 and current and os.path.basename(current[0].split()[0]) == os.path.basename(exes[name]):
+            running.append((name, int(pid)))
+    if not running:
+        return ""
+    names = ", ".join(f"{n} {p}" for n, p in running)
+    return f"; stop the processes by hand: kill -TERM -- {' '.join(f'-{p}' for _, p in running)} ({names})"
 
 
 def stop_stack(dir: str | os.PathLike[str], timeout_s: float = 10.0) -> list[str]:
@@ -480,7 +532,10 @@ def stop_stack(dir: str | os.PathLike[str], timeout_s: float = 10.0) -> list[str
     Works from any process (the starter may be gone). Prometheus is stopped first so it does not
     log scrape errors for the targets going away.
     """
-    info = load_state(dir)
+    try:
+        info = load_state(dir)
+    except ConfigError as e:
+        raise ConfigError(f"{e}{_stop_by_hand(dir)}") from None
     if info is None:
         return []
     stopped: list[str] = []
