@@ -30,6 +30,9 @@ def check_output_file(
         raise ConfigError(f"{option} {p}: expected a file ending in {', '.join(suffixes)}")
     parent = p.parent
     if not parent.is_dir():
+        up = next((a for a in [parent, *parent.parents] if a.exists()), None)
+        if up is not None and not up.is_dir():
+            raise ConfigError(f"{option} {p}: {up} is a file, not a folder")
         raise ConfigError(f"{option} {p}: folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise ConfigError(f"{option} {p}: folder {parent} is not writable")

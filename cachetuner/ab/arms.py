@@ -13,6 +13,7 @@ from typing import Any
 
 from cachetuner.ab.config import ArmConfig
 from cachetuner.errors import ConfigError
+from cachetuner.yamlconfig import field_error
 
 
 def ensure_model(arm: ArmConfig, *, tracking_uri: str | None = None) -> Path | None:
@@ -54,12 +55,34 @@ def model_env_config(arm: ArmConfig) -> Any:
     return None
 
 
-def build_tuner(arm: ArmConfig, *, seed: int = 0, live: bool = False) -> Any:
+def check_arm(arm: ArmConfig, role: str, source: str = "<ab config>", *, live: bool = False) -> None:
+    """The arm's ``tuner`` name and ``params`` before anything runs or trains: one line naming the file and the
+    field (``AB.yaml: field 'treatment.tuner': unknown controller 'bogus' ...``)."""
+    from cachetuner.control import ControlSettings, controller_names, is_hindsight, watches_history
+    from cachetuner.yamlconfig import validate
+
+    validate(ControlSettings, arm.params, source, prefix=f"{role}.params.")
+    if arm.tuner is None:
+        return
+    if arm.tuner not in controller_names():
+        valid = ", ".join(n for n in controller_names() if n not in ("ppo", "fixed"))
+        raise ConfigError(field_error(source, f"{role}.tuner", f"unknown controller {arm.tuner!r}; valid: {valid}"))
+    if live and is_hindsight(arm.tuner):
+        raise ConfigError(field_error(source, f"{role}.tuner", f"{arm.tuner!r} needs the future (it forks the env) and "
+                                      "cannot run in shadow mode; use static-default, mrc, hill-climb, a model or a "
+                                      "fixed config"))
+    if watches_history(arm.tuner):
+        raise ConfigError(field_error(source, f"{role}.tuner", f"{arm.tuner!r} watches a history before it starts, "
+                                      "which an A/B arm does not have; use mrc (evaluate it with a suite's `history:`)"))
+
+
+def build_tuner(arm: ArmConfig, *, seed: int = 0, live: bool = False, role: str = "arm",
+                source: str = "<ab config>") -> Any:
     """The arm's controller (the model must exist: call :func:`ensure_model` first)."""
     from cachetuner.control import ControlSettings, is_hindsight, make_controller, watches_history
     from cachetuner.yamlconfig import validate
 
-    settings = validate(ControlSettings, arm.params, "arm params")
+    settings = validate(ControlSettings, arm.params, source, prefix=f"{role}.params.")
     if arm.config is not None:
         return make_controller("fixed", settings, seed, config=arm.config)
     if arm.model is not None:

@@ -21,6 +21,7 @@ from cachetuner.ab.config import ABConfig, ArmConfig
 from cachetuner.ab.stats import BETTER
 from cachetuner.ab.tracking import read_report, resolve_uri
 from cachetuner.errors import CacheTunerError, ConfigError
+from cachetuner.outputs import check_output_file
 
 
 class PromotionRefusedError(CacheTunerError):
@@ -61,9 +62,8 @@ def _record(log_path: Path, entry: dict[str, Any], run_id: str, tracking_uri: st
                        entry["daemon_config"])
 
 
-def write_policy(daemon_config: Path, policy: dict[str, Any]) -> None:
-    """Replace the ``policy:`` section of a daemon YAML, validating the result before writing it
-    atomically (the previous file is kept as ``<name>.bak``)."""
+def _promoted_config(daemon_config: Path, policy: dict[str, Any]) -> dict[str, Any]:
+    """The daemon YAML ``daemon_config`` with ``policy`` in place, both validated; nothing is written."""
     from cachetuner.daemon.config import DaemonConfig
     from cachetuner.yamlconfig import load_yaml, validate
 
@@ -71,6 +71,30 @@ def write_policy(daemon_config: Path, policy: dict[str, Any]) -> None:
     validate(DaemonConfig, data, str(daemon_config))  # refuse to touch a config that is already broken
     data["policy"] = policy
     validate(DaemonConfig, data, f"{daemon_config} (promoted policy)")
+    if not os.access(daemon_config.parent, os.W_OK):
+        raise ConfigError(f"{daemon_config}: folder {daemon_config.parent} is not writable (the promoted config and "
+                          "its .bak are written there)")
+    return data
+
+
+def _check_log(log: Path, explicit: bool) -> None:
+    """The promotions JSONL must be writable before anything is promoted: a ``--log`` naming a folder or a missing
+    folder used to fail only after the daemon config was rewritten. The config's default (``promotion.log``) may
+    name folders still to be made."""
+    if explicit:
+        check_output_file(log, "--log")
+        return
+    if log.is_dir():
+        raise ConfigError(f"promotion.log {log}: a directory; give a file name")
+    ancestor = next((a for a in log.resolve().parents if a.exists()), None)
+    if ancestor is not None and not ancestor.is_dir():
+        raise ConfigError(f"promotion.log {log}: {ancestor} is a file, not a folder")
+
+
+def write_policy(daemon_config: Path, policy: dict[str, Any]) -> None:
+    """Replace the ``policy:`` section of a daemon YAML, validating the result before writing it
+    atomically (the previous file is kept as ``<name>.bak``)."""
+    data = _promoted_config(daemon_config, policy)
     shutil.copyfile(daemon_config, daemon_config.with_name(daemon_config.name + ".bak"))
     tmp = daemon_config.with_name(f".{daemon_config.name}.tmp{os.getpid()}")
     tmp.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -95,6 +119,7 @@ def promote(
     verdict = tags.get("ab.verdict", report.get("verdict", "?"))
     target = daemon_config if daemon_config is not None else cfg.promotion.daemon_config
     log = Path(log_path if log_path is not None else cfg.promotion.log)
+    _check_log(log, explicit=log_path is not None)
     entry: dict[str, Any] = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "run_id": run_id,
@@ -116,6 +141,7 @@ def promote(
     if not path.is_file():
         raise ConfigError(f"{path}: daemon config not found (it must exist: promotion only replaces its policy section)")
     policy = daemon_policy_for(cfg.treatment)
+    _promoted_config(path, policy)  # every check before the first write: the log was checked above
     write_policy(path, policy)
     entry.update(decision="promoted", policy=policy)
     _record(log, entry, run_id, uri)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cachetuner.ab.arms import build_tuner, ensure_model, model_env_config
+from cachetuner.ab.arms import build_tuner, check_arm, ensure_model, model_env_config
 from cachetuner.ab.config import ABConfig, ArmConfig, check_ttl_arms, resolve_env_config
 from cachetuner.ab.result import ABResult, ArmSeries, record_of
 from cachetuner.ab.stats import compare
@@ -25,6 +25,34 @@ from cachetuner.ab.ttl_runner import run_ttl_sim
 from cachetuner.ab.ttl_shadow import run_ttl_shadow
 from cachetuner.errors import BackendError, ConfigError
 from cachetuner.evaluation.episode import context_from_env, wants_sample
+from cachetuner.yamlconfig import field_error
+
+#: what LiveRedisBackend needs in ``shadow.backend_options`` (or from ``--stack-dir``)
+LIVE_REQUIRED = ("redis_url", "prometheus_url")
+
+
+def check_fixed_arms_in_bounds(cfg: ABConfig, bounds: tuple[int, int], source: str = "<ab config>",
+                               where: str = "env.bounds") -> None:
+    """A fixed-config arm outside the env's ``maxmemory`` bounds is refused: the env clamps every config into its
+    bounds (by design, for tuners), so the arm would silently run another size than the one it is labelled with."""
+    lo, hi = bounds
+    for role, arm in (("control", cfg.control), ("treatment", cfg.treatment)):
+        if arm.config is None:
+            continue
+        mm = arm.config.maxmemory
+        if mm > hi or mm < lo:
+            side, edge = ("above the maximum", hi) if mm > hi else ("below the minimum", lo)
+            raise ConfigError(field_error(source, f"{role}.config.maxmemory", f"{mm} B is {side} {edge} B of {where}: "
+                                          "the env would clamp it, and the arm would run another size than it is "
+                                          "labelled with; widen env.bounds or change the arm"))
+
+
+def _known_bounds(env_cfg: Any) -> tuple[int, int] | None:
+    """The env's ``maxmemory`` bounds when both are absolute (fractions need the workload's working set)."""
+    b = env_cfg.bounds
+    if b.min_bytes is None and b.max_bytes is None:
+        return None
+    return (b.min_bytes or 1, b.max_bytes or 2**63)
 
 #: Called after every interval with (intervals done, horizon).
 StepFn = Callable[[int, int], None]
@@ -71,11 +99,25 @@ def run_ab(
     ``inconclusive (horizon not reached)`` whatever the data say.
     """
     check_ttl_arms(cfg, source)
-    if env_override is not None:
-        arm_env_config(cfg, env_override, source)  # a bad command-line value fails now, not after an arm is trained
+    live_control = cfg.mode == "shadow" and cfg.shadow.control_backend == "live"
+    check_arm(cfg.control, "control", source, live=live_control)
+    check_arm(cfg.treatment, "treatment", source, live=cfg.mode == "shadow")
+    if live_control and not cfg.is_ttl:
+        missing = [k for k in LIVE_REQUIRED if k not in cfg.shadow.backend_options]
+        if missing:
+            raise ConfigError(field_error(source, "shadow.backend_options", f"missing {', '.join(missing)} (the live "
+                                          "Redis and Prometheus the control runs on); set them, or pass --stack-dir"))
+    if env_override is not None or cfg.env is not None or cfg.env_config is not None:
+        early = arm_env_config(cfg, env_override, source)  # a bad value fails now, not after an arm is trained
+        known = _known_bounds(early)
+        if known is not None and not cfg.is_ttl:
+            check_fixed_arms_in_bounds(cfg, known, source)
     for arm in (cfg.control, cfg.treatment):
         ensure_model(arm, tracking_uri=tracking_uri)
     env_cfg = arm_env_config(cfg, env_override, source)
+    known = _known_bounds(env_cfg)
+    if known is not None and not cfg.is_ttl:
+        check_fixed_arms_in_bounds(cfg, known, source)
     n = cfg.horizon_intervals if max_intervals is None else min(max_intervals, cfg.horizon_intervals)
     extras: dict[str, Any] = {}
     if cfg.is_ttl and cfg.mode == "shadow":
@@ -83,9 +125,9 @@ def run_ab(
     elif cfg.is_ttl:
         control, treatment, meta, extras = run_ttl_sim(cfg, env_cfg, n, on_step)
     elif cfg.mode == "sim":
-        control, treatment, meta = _run_sim(cfg, env_cfg, n, on_step)
+        control, treatment, meta = _run_sim(cfg, env_cfg, n, on_step, source)
     else:
-        control, treatment, meta = _run_shadow(cfg, env_cfg, n, on_step)
+        control, treatment, meta = _run_shadow(cfg, env_cfg, n, on_step, source)
     verdict = compare(
         control.arrays(),
         treatment.arrays(),
@@ -114,9 +156,12 @@ def _record(series: ArmSeries, info: dict) -> None:
 def _lockstep(
     env_c: Any, env_t: Any, tuner_c: Any, tuner_t: Any, n: int, *, paired_check: bool, on_step: StepFn | None,
     control: ArmSeries, treatment: ArmSeries, seed: int, options: dict[str, Any] | None,
+    check: Callable[[Any, Any], None] | None = None,
 ) -> None:
     obs_c, info_c = env_c.reset(seed=seed, options=options)
     obs_t, info_t = env_t.reset(seed=seed, options=options if paired_check else None)
+    if check is not None:  # bounds resolved from the working set are known only now, before the first interval
+        check(env_c, env_t)
     hc, ht = bool(getattr(tuner_c, "hindsight", False)), bool(getattr(tuner_t, "hindsight", False))
     sc, st = wants_sample(tuner_c), wants_sample(tuner_t)
     tuner_c.reset(context_from_env(env_c, obs_c, info_c, hindsight=hc, sample=sc))
@@ -139,7 +184,17 @@ def _lockstep(
             break
 
 
-def _run_sim(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> tuple[ArmSeries, ArmSeries, dict]:
+def _bounds_check(cfg: ABConfig, source: str) -> Callable[[Any, Any], None]:
+    def check(env_c: Any, env_t: Any) -> None:
+        for env in (env_c, env_t):
+            lo, hi = env.bounds
+            check_fixed_arms_in_bounds(cfg, (int(lo), int(hi)), source, where="env.bounds (resolved from the working set)")
+
+    return check
+
+
+def _run_sim(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None,
+             source: str = "<ab config>") -> tuple[ArmSeries, ArmSeries, dict]:
     from cachetuner.env.cache_env import CacheTuningEnv
     from cachetuner.env.sim_backend import SimBackend, load_workload
 
@@ -151,9 +206,10 @@ def _run_sim(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> tup
     treatment = ArmSeries("treatment", cfg.treatment.describe())
     try:
         _lockstep(
-            env_c, env_t, build_tuner(cfg.control, seed=cfg.seed), build_tuner(cfg.treatment, seed=cfg.seed), n,
+            env_c, env_t, build_tuner(cfg.control, seed=cfg.seed, role="control", source=source),
+            build_tuner(cfg.treatment, seed=cfg.seed, role="treatment", source=source), n,
             paired_check=True, on_step=on_step, control=control, treatment=treatment, seed=cfg.seed,
-            options=_reset_options(cfg),
+            options=_reset_options(cfg), check=_bounds_check(cfg, source),
         )
     finally:
         env_c.close()
@@ -161,7 +217,8 @@ def _run_sim(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> tup
     return control, treatment, {"workload_label": env_c.workload}
 
 
-def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> tuple[ArmSeries, ArmSeries, dict]:
+def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None,
+                source: str = "<ab config>") -> tuple[ArmSeries, ArmSeries, dict]:
     from cachetuner.ab.shadow import ShadowBackend, TeeBackend
     from cachetuner.env.cache_env import CacheTuningEnv
 
@@ -178,10 +235,14 @@ def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> 
         opts.setdefault("interval_s", sh.interval_s or env_cfg.interval_s)
         if isinstance(opts.get("bounds"), list):
             opts["bounds"] = tuple(opts["bounds"])
+        missing = [k for k in LIVE_REQUIRED if k not in opts]
+        if missing:
+            raise ConfigError(field_error(source, "shadow.backend_options", f"missing {', '.join(missing)} (the live "
+                                          "Redis and Prometheus the control runs on); set them, or pass --stack-dir"))
         try:
             inner = LiveRedisBackend(**opts)
         except TypeError as e:
-            raise ConfigError(f"shadow.backend_options: {e}") from None
+            raise ConfigError(field_error(source, "shadow.backend_options", str(e).split(".__init__() ")[-1])) from None
         options = None
     tee = TeeBackend(inner)
     shadow = ShadowBackend(tee, rate=sh.sample_rate, min_keys=sh.min_keys, modulus=sh.modulus,
@@ -193,10 +254,10 @@ def _run_shadow(cfg: ABConfig, env_cfg: Any, n: int, on_step: StepFn | None) -> 
     treatment = ArmSeries("treatment", cfg.treatment.describe(), estimated=True)
     try:
         _lockstep(
-            env_c, env_t, build_tuner(cfg.control, seed=cfg.seed, live=live),
-            build_tuner(cfg.treatment, seed=cfg.seed, live=True), n,
+            env_c, env_t, build_tuner(cfg.control, seed=cfg.seed, live=live, role="control", source=source),
+            build_tuner(cfg.treatment, seed=cfg.seed, live=True, role="treatment", source=source), n,
             paired_check=False, on_step=on_step, control=control, treatment=treatment, seed=cfg.seed,
-            options=options,
+            options=options, check=_bounds_check(cfg, source) if sh.control_backend == "sim" else None,
         )
     finally:
         env_c.close()

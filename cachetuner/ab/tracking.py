@@ -182,6 +182,33 @@ def resolve_uri(tracking_uri: str | None = None) -> str:
     return tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
 
 
+def check_store_answers(uri: str, timeout_s: float = 5.0) -> None:
+    """For an ``http(s)://`` store: :class:`ServiceError` in ``timeout_s`` when nothing answers there (MLflow's own
+    client retries for minutes); a local path that is a file is a :class:`ConfigError`."""
+    import urllib.error
+    import urllib.request
+
+    from cachetuner.errors import ConfigError, ServiceError
+
+    if "://" not in uri or uri.startswith("file:"):
+        local = Path(uri.removeprefix("file://").removeprefix("file:"))
+        if local.exists() and not local.is_dir():
+            raise ConfigError(f"tracking store {uri}: a file, not an MLflow store; pass --tracking-uri sqlite:///PATH.db "
+                              "or http://HOST:PORT")
+        return
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s):  # noqa: S310 (http(s) only)
+            pass
+    except urllib.error.HTTPError:
+        return  # something answers: MLflow's own errors say the rest
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        why = getattr(e, "reason", e)
+        raise ServiceError(f"tracking store {uri}: nothing answers there ({why}); start the MLflow server or pass "
+                           "another --tracking-uri") from None
+
+
 def read_report(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, str], dict]:
     """Tags and ``ab_report.json`` of a parent A/B run (ConfigError when the id is no A/B run)."""
     import logging
@@ -197,11 +224,15 @@ def read_report(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str,
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
         raise ConfigError(f"no MLflow store at {uri}; pass --tracking-uri (or set MLFLOW_TRACKING_URI)")
-    client = MlflowClient(tracking_uri=uri)
+    check_store_answers(uri)
     try:
+        client = MlflowClient(tracking_uri=uri)
         run = client.get_run(run_id)
-    except MlflowException:
-        raise ConfigError(f"run {run_id}: not found in the tracking store ({client.tracking_uri})") from None
+    except MlflowException as e:
+        if (db is None and "://" not in uri) or uri.startswith("file:"):
+            raise ConfigError(f"tracking store {uri}: cannot be read ({str(e).split('. ')[0]}); "
+                              "pass --tracking-uri sqlite:///PATH.db or http://HOST:PORT") from None
+        raise ConfigError(f"run {run_id}: not found in the tracking store ({uri})") from None
     tags = dict(run.data.tags)
     if tags.get(KIND_TAG) != "ab":
         raise ConfigError(f"run {run_id}: not an A/B parent run (tag {KIND_TAG}={tags.get(KIND_TAG)!r})")

@@ -207,13 +207,16 @@ def ablation_cmd(
     policy on the suite's held-out traces against static-default and best-static, log to MLflow
     (experiment hotness-ablation). Locally this is slow (~14 core-minutes per run at 120k steps);
     scripts/hotness_ablation_device.py trains all runs in parallel elsewhere, then --from-runs evaluates them."""
-    from cachetuner.reports.hotness_ablation import resave_numpy2_models, run_ablation
+    from cachetuner.reports.hotness_ablation import check_ablation_options, resave_numpy2_models, run_ablation
 
+    seed_list = _ints(seeds, "--seeds")
+    eval_list = _ints(eval_seeds, "--eval-seeds") if eval_seeds else None
+    check_ablation_options(seed_list, eval_list, out_dir, train=not from_runs)  # before any re-save or training
     if from_runs:
         resave_numpy2_models(out_dir, log=console.log)
     res = run_ablation(
-        recipe=recipe, seeds=_ints(seeds, "--seeds"), timesteps=timesteps, out_dir=out_dir, suite=suite,
-        eval_seeds=_ints(eval_seeds, "--eval-seeds") if eval_seeds else None,
+        recipe=recipe, seeds=seed_list, timesteps=timesteps, out_dir=out_dir, suite=suite,
+        eval_seeds=eval_list,
         traces=[t for t in traces.split(",") if t] if traces else None, intervals=intervals, lstm_path=lstm,
         train=not from_runs, n_envs=n_envs, tracking_uri=tracking_uri, log=console.log,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cachetuner.errors import ConfigError
 from cachetuner.hotness_model.baselines import BaselineConfig
@@ -26,6 +26,17 @@ class TraceSource(BaseModel):
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
     seed: int = Field(0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict, description="reader/workload params, e.g. {expand: false} for arc")
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, v: str) -> str:
+        """An unknown name is refused even for a synthetic trace (where the format is not read): a typo should not
+        pass silently and then fail, or be ignored, later."""
+        from cachetuner.traces import FORMATS
+
+        if v != "auto" and v not in FORMATS.names():
+            raise ValueError(f"unknown trace format {v!r}; valid: auto, {', '.join(FORMATS.names())}")
+        return v
 
 
 class TrainConfig(BaseModel):
@@ -70,4 +81,10 @@ def load_experiment(path: str | Path) -> HotnessExperiment:
     cfg = load_model(HotnessExperiment, path)
     if cfg.model.seq_len != cfg.dataset.seq_len:
         raise ConfigError(field_error(path, "model.seq_len", f"must equal dataset.seq_len ({cfg.dataset.seq_len})"))
+    out = Path(cfg.output_dir)  # checked now: save_model runs only after training, which would be lost
+    if out.exists() and not out.is_dir():
+        raise ConfigError(field_error(path, "output_dir", f"{out} exists and is not a folder"))
+    ancestor = next((a for a in out.resolve().parents if a.exists()), None)
+    if ancestor is not None and not ancestor.is_dir():
+        raise ConfigError(field_error(path, "output_dir", f"{out}: {ancestor} is a file, not a folder"))
     return cfg

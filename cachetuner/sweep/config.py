@@ -14,11 +14,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cachetuner.agent.config import TrainConfig
 from cachetuner.errors import ConfigError
-from cachetuner.yamlconfig import field_error, load_model, load_yaml, validate
+from cachetuner.yamlconfig import field_error, format_validation_error, load_model, load_yaml, validate
 
 
 class Dimension(BaseModel):
@@ -91,8 +91,11 @@ class SweepConfig(BaseModel):
     )
     seed: int = Field(0, ge=0, description="seed of Optuna's sampler")
     asha: AshaSettings = Field(default_factory=AshaSettings)
-    experiment: str | None = Field(None, description="MLflow experiment; default sweep-NAME")
-    register_as: str | None = Field(None, description="registered model name; default cachetuner-NAME")
+    experiment: str | None = Field(None, min_length=1, max_length=500, description="MLflow experiment; default sweep-NAME")
+    register_as: str | None = Field(
+        None, min_length=1, pattern=r"^[A-Za-z0-9_.-]+$",
+        description="registered model name (letters, digits, _ . -; MLflow refuses / and :); default cachetuner-NAME",
+    )
     output_dir: Path = Field(Path("runs/sweeps"), description="trial models, the best model and Ray's files")
 
     @property
@@ -172,6 +175,7 @@ def load_sweep(path: str | Path) -> LoadedSweep:
     if base_cfg.eval.eval_freq > shortest:
         raise ConfigError(field_error(src, "train.eval.eval_freq", f"{base_cfg.eval.eval_freq} > total_timesteps "
                                       f"{shortest}: every trial must evaluate at least once"))
+    _check_output_dir(cfg.output_dir, src)
     sweep = LoadedSweep(cfg, base, src)
     for key, dim in cfg.search.items():
         if not _has_path(resolved, key):
@@ -180,6 +184,7 @@ def load_sweep(path: str | Path) -> LoadedSweep:
             data = copy.deepcopy(base)
             set_path(data, key, v)
             validate(TrainConfig, data, src, prefix="train(with search values).")
+        _check_integer_field(base, key, dim, src)
     for i, point in enumerate(cfg.points_to_evaluate):
         unknown = sorted(set(point) - set(cfg.search))
         if unknown:
@@ -187,4 +192,54 @@ def load_sweep(path: str | Path) -> LoadedSweep:
         missing = sorted(set(cfg.search) - set(point))
         if missing:
             raise ConfigError(field_error(src, f"points_to_evaluate.{i}", f"missing {missing[0]!r} (give every search key)"))
+        try:  # the trial this point would run: a bad value fails here, not inside a Ray worker per trial
+            trial = sweep.trial_config(point)
+        except ConfigError:
+            data = copy.deepcopy(base)
+            for k, v in point.items():
+                set_path(data, k, v)
+            try:
+                TrainConfig.model_validate(data)
+            except ValidationError as e:
+                first = e.errors()[0]
+                got = f" (got {first['input']!r})" if "input" in first and not isinstance(first["input"], dict) else ""
+                raise ConfigError(format_validation_error(e, src, prefix=f"points_to_evaluate.{i}.") + got) from None
+            raise
+        if trial.eval.eval_freq > trial.total_timesteps:
+            raise ConfigError(field_error(src, f"points_to_evaluate.{i}.total_timesteps", f"{trial.total_timesteps} < "
+                                          f"train.eval.eval_freq {trial.eval.eval_freq}: the trial must evaluate at least once"))
     return sweep
+
+
+def _check_output_dir(out: Path, src: str) -> None:
+    """``output_dir`` must be a folder or creatable as one: an existing file there used to fail only when the sweep
+    started writing (after MLflow's store was created)."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(field_error(src, "output_dir", f"{out} exists and is not a folder"))
+    ancestor = next((a for a in out.resolve().parents if a.exists()), None)
+    if ancestor is not None and not ancestor.is_dir():
+        raise ConfigError(field_error(src, "output_dir", f"{out}: {ancestor} is a file, not a folder"))
+
+
+def _check_integer_field(base: dict[str, Any], key: str, dim: Dimension, src: str) -> None:
+    """A ``uniform``/``loguniform`` range draws fractional values: on an integer field every trial but those at the
+    ends would fail, so refuse it here and point at ``randint``."""
+    rng = dim.uniform or dim.loguniform
+    if rng is None:
+        return
+    lo, hi = rng
+    probe = math.floor(lo) + 0.5
+    if not lo < probe < hi:
+        probe = lo + (hi - lo) / 2
+    if probe == int(probe):
+        return
+    data = copy.deepcopy(base)
+    set_path(data, key, probe)
+    try:
+        TrainConfig.model_validate(data)
+    except ValidationError as e:
+        if any(str(err.get("type", "")).startswith("int_") for err in e.errors()):
+            kind = "uniform" if dim.uniform is not None else "loguniform"
+            ints = f"[{math.ceil(lo)}, {math.floor(hi)}]"
+            raise ConfigError(field_error(src, f"search.{key}.{kind}", f"draws fractional values (e.g. {probe:g}) but "
+                                          f"{key} is an integer field; use randint: {ints} (or choice: [...])")) from None

@@ -24,6 +24,7 @@ def test_check_output_file(tmp_path: Path) -> None:
         (tmp_path / "no" / "a.png", {}, f"folder {tmp_path / 'no'} does not exist"),
         (tmp_path / "a.txt", {"suffixes": IMAGE_SUFFIXES}, "expected a file ending in .png, .svg, .pdf"),
         (tmp_path / "old.csv", {"force": False}, "exists; pass --force to overwrite it"),
+        (tmp_path / "old.csv" / "x" / "a.png", {}, f"{tmp_path / 'old.csv'} is a file, not a folder"),
     ):
         with pytest.raises(ConfigError, match=why):
             check_output_file(path, "--out", **kw)

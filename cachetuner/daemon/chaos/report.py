@@ -16,6 +16,7 @@ from cachetuner.daemon.chaos.faults import FAULTS, FaultWindow, WindowEvidence, 
 from cachetuner.daemon.chaos.harness import CHAOS_BOUNDS, MIB, ChaosRun, Observation
 from cachetuner.daemon.config import Bounds
 from cachetuner.daemon.guardrails import bounds_violations
+from cachetuner.errors import ConfigError, ServiceError
 
 
 def _cfg(d: dict[str, Any] | None) -> RedisConfig | None:
@@ -123,6 +124,40 @@ def evaluate_window(
     }
 
 
+def _last_log_line(path: Path) -> str:
+    """The line of a daemon log that says why it stopped: the last ``error: ...`` line, else the last non-blank
+    line that is not part of a traceback's frames (``<empty log>`` when there is none)."""
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "<no log>"
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    if errors:
+        return errors[-1]
+    plain = [ln for ln in lines if not ln.startswith(("File ", "Traceback ", "^", "~"))]
+    return plain[-1] if plain else "<empty log>"
+
+
+def check_chaos_options(
+    faults: list[str], *, duration_per_fault: float, interval_s: float, workdir: Path | None = None
+) -> None:
+    """One-line :class:`ConfigError` (naming the CLI option) for chaos options that cannot run; nothing starts."""
+    if not faults:
+        raise ConfigError(f"--faults: no fault given; valid faults: {', '.join(FAULTS)}")
+    for name in faults:
+        get_fault(name)
+    for option, value, least in (("--duration-per-fault", duration_per_fault, 2.0), ("--interval", interval_s, 1.0)):
+        if not math.isfinite(value) or value < least:
+            raise ConfigError(f"{option}: expected a finite number of seconds >= {least:g}, got {value!r}")
+    if workdir is not None:
+        p = Path(workdir)
+        if p.exists() and not p.is_dir():
+            raise ConfigError(f"--workdir {p}: exists and is not a folder; give a folder (created if missing)")
+        parent = next((a for a in p.resolve().parents if a.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise ConfigError(f"--workdir {p}: {parent} is a file, not a folder")
+
+
 def run_chaos(
     faults: list[str],
     *,
@@ -134,16 +169,20 @@ def run_chaos(
 ) -> dict[str, Any]:
     """Run every fault of ``faults`` (in registry order, :data:`~.faults.FAULTS`) and return the report.
 
-    An unknown name raises :class:`~cachetuner.errors.ConfigError` before anything starts."""
-    for name in faults:
-        get_fault(name)
+    An unknown name, an empty list, a non-finite duration or interval and a workdir that cannot be a folder raise
+    :class:`~cachetuner.errors.ConfigError` before anything starts; a daemon that does not come up raises
+    :class:`~cachetuner.errors.ServiceError` with the last line of its log."""
+    check_chaos_options(faults, duration_per_fault=duration_per_fault, interval_s=interval_s, workdir=workdir)
     order = [name for name in FAULTS if name in faults]
     tmp = None
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="cachetuner-chaos-")
         workdir = Path(tmp.name)
     workdir = Path(workdir).resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--workdir {workdir}: cannot create the folder ({e.strerror or e})") from None
 
     def log(msg: str) -> None:
         if console is not None:
@@ -157,8 +196,8 @@ def run_chaos(
         run.setup()
         run.start_daemon()
         if not run.wait_daemon_ready():
-            tail = (workdir / "daemon.log").read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"daemon did not start; log tail: {tail}")
+            raise ServiceError(f"chaos: the daemon did not start: {_last_log_line(workdir / 'daemon.log')} "
+                               f"(full log: {workdir / 'daemon.log'})")
         baseline = {o.config for o in run.monitor.obs[:5] if o.config is not None}
         for name in order:
             windows.append(run.run_fault(name))

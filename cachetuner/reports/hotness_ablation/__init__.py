@@ -49,6 +49,35 @@ from cachetuner.reports.hotness_ablation.report import (
 
 
 # -- the whole ablation, locally -----------------------------------------------------------------------------
+def check_ablation_options(
+    seeds: Sequence[int], eval_seeds: Sequence[int] | None, out_dir: str | Path, *, train: bool = True
+) -> None:
+    """One-line :class:`~cachetuner.errors.ConfigError` (naming the CLI option) before any work: no seed, a negative
+    seed, an ``--out`` that is a file, and (``train=False``, ``--from-runs``) a run that is not under ``--out``."""
+    from cachetuner.errors import ConfigError
+
+    for option, values in (("--seeds", seeds), ("--eval-seeds", eval_seeds)):
+        if values is None:
+            continue
+        if not list(values):
+            raise ConfigError(f"{option}: give at least one seed, e.g. 0,1")
+        bad = [v for v in values if v < 0]
+        if bad:
+            raise ConfigError(f"{option}: seeds must be >= 0, got {bad[0]}")
+    root = Path(out_dir)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"--out {root}: exists and is not a folder")
+    ancestor = next((a for a in root.resolve().parents if a.exists()), None)
+    if ancestor is not None and not ancestor.is_dir():
+        raise ConfigError(f"--out {root}: {ancestor} is a file, not a folder")
+    if not train:
+        missing = [run_dir(root, arm, s).name for s in seeds for arm in ARMS if not (run_dir(root, arm, s) / "model.zip").is_file()]
+        if missing:
+            raise ConfigError(f"--from-runs: no trained run {missing[0]} (model.zip) under --out {root}"
+                              f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}; train it or pass "
+                              "the --seeds that were trained")
+
+
 def run_ablation(
     *,
     recipe: str | Path = DEFAULT_RECIPE,
@@ -73,6 +102,7 @@ def run_ablation(
 
     Arms are trained in turn here (slow: the recipe is ~14 core-minutes per arm and seed on this kind
     of machine); a run already finished under ``out_dir`` is reused, an unfinished one resumed."""
+    check_ablation_options(seeds, eval_seeds, out_dir, train=train)
     root = Path(out_dir)
     root.mkdir(parents=True, exist_ok=True)
     if lstm_path is None and train:
@@ -106,6 +136,7 @@ __all__ = [
     "DEFAULT_SUITE",
     "EXPERIMENT",
     "arm_config",
+    "check_ablation_options",
     "evaluate_runs",
     "format_table",
     "log_mlflow",
