@@ -53,7 +53,7 @@ def better_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(("log", "why"), [("adir", "a directory; give a file name"),
-                                          ("afile/x.jsonl", "does not exist")])
+                                          ("afile/x.jsonl", "afile is a file, not a folder")])
 def test_promote_checks_the_log_before_writing_the_daemon_config(
     tmp_path: Path, better_run: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     log: str, why: str,
