@@ -30,13 +30,37 @@ def check_output_file(
         raise ConfigError(f"{option} {p}: expected a file ending in {', '.join(suffixes)}")
     parent = p.parent
     if not parent.is_dir():
-        up = next((a for a in [parent, *parent.parents] if a.exists()), None)
-        if up is not None and not up.is_dir():
-            raise ConfigError(f"{option} {p}: {up} is a file, not a folder")
-        raise ConfigError(f"{option} {p}: folder {parent} does not exist")
+        blocker = file_in_the_way(parent)
+        why = f"{blocker} is a file, not a folder" if blocker is not None else f"folder {parent} does not exist"
+        raise ConfigError(f"{option} {p}: {why}")
     if not os.access(parent, os.W_OK):
         raise ConfigError(f"{option} {p}: folder {parent} is not writable")
     return p
 
 
-__all__ = ["IMAGE_SUFFIXES", "check_output_file"]
+def file_in_the_way(path: str | os.PathLike[str]) -> Path | None:
+    """The file standing where ``path`` or the nearest of its existing parents should be a folder, else None (a
+    folder, or one that does not exist yet and can be created)."""
+    p = Path(path)
+    blocker = p if p.exists() else next((a for a in p.resolve().parents if a.exists()), None)
+    return blocker if blocker is not None and not blocker.is_dir() else None
+
+
+def output_dir_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be (or become) a folder to write into, or None (a folder that does not exist yet is fine:
+    the command creates it)."""
+    blocker = file_in_the_way(path)
+    if blocker is None:
+        return None
+    return "exists and is not a folder" if blocker == Path(path) else f"{blocker} is a file, not a folder"
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
+    """``path`` if it is a folder or can be made one; else :class:`ConfigError` naming ``option``."""
+    why = output_dir_problem(path)
+    if why is not None:
+        raise ConfigError(f"{option} {path}: {why}")
+    return Path(path)
+
+
+__all__ = ["IMAGE_SUFFIXES", "check_output_dir", "check_output_file", "file_in_the_way", "output_dir_problem"]

@@ -81,10 +81,9 @@ def load_experiment(path: str | Path) -> HotnessExperiment:
     cfg = load_model(HotnessExperiment, path)
     if cfg.model.seq_len != cfg.dataset.seq_len:
         raise ConfigError(field_error(path, "model.seq_len", f"must equal dataset.seq_len ({cfg.dataset.seq_len})"))
-    out = Path(cfg.output_dir)  # checked now: save_model runs only after training, which would be lost
-    if out.exists() and not out.is_dir():
-        raise ConfigError(field_error(path, "output_dir", f"{out} exists and is not a folder"))
-    ancestor = next((a for a in out.resolve().parents if a.exists()), None)
-    if ancestor is not None and not ancestor.is_dir():
-        raise ConfigError(field_error(path, "output_dir", f"{out}: {ancestor} is a file, not a folder"))
+    from cachetuner.outputs import output_dir_problem
+
+    why = output_dir_problem(cfg.output_dir)  # checked now: save_model runs only after training, which would be lost
+    if why is not None:
+        raise ConfigError(field_error(path, "output_dir", f"{cfg.output_dir}: {why}"))
     return cfg

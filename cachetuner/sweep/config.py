@@ -214,11 +214,11 @@ def load_sweep(path: str | Path) -> LoadedSweep:
 def _check_output_dir(out: Path, src: str) -> None:
     """``output_dir`` must be a folder or creatable as one: an existing file there used to fail only when the sweep
     started writing (after MLflow's store was created)."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(field_error(src, "output_dir", f"{out} exists and is not a folder"))
-    ancestor = next((a for a in out.resolve().parents if a.exists()), None)
-    if ancestor is not None and not ancestor.is_dir():
-        raise ConfigError(field_error(src, "output_dir", f"{out}: {ancestor} is a file, not a folder"))
+    from cachetuner.outputs import output_dir_problem
+
+    why = output_dir_problem(out)
+    if why is not None:
+        raise ConfigError(field_error(src, "output_dir", f"{out}: {why}"))
 
 
 def _check_integer_field(base: dict[str, Any], key: str, dim: Dimension, src: str) -> None:

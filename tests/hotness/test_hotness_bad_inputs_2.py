@@ -58,7 +58,7 @@ def test_train_with_output_dir_a_file_is_one_line(tmp_path: Path) -> None:
     p = _cfg(tmp_path, output_dir="AFILE")
     r = _cli(tmp_path, "hotness", "train", "--config", str(p))
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        f"error: {p}: field 'output_dir': AFILE exists and is not a folder"], r.stderr
+        f"error: {p}: field 'output_dir': AFILE: exists and is not a folder"], r.stderr
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ def _sweep(tmp_path: Path, **over: object) -> Path:
 @pytest.mark.parametrize(
     ("over", "why"),
     [
-        ({"output_dir": "AFILE"}, "AFILE exists and is not a folder"),
+        ({"output_dir": "AFILE"}, "AFILE: exists and is not a folder"),
         ({"output_dir": "AFILE/sub"}, "is a file, not a folder"),
         ({"search": SEARCH3, "points_to_evaluate": [GOOD_POINT, {**GOOD_POINT, "ppo.learning_rate": -5}]},
          "field 'points_to_evaluate.1.ppo.learning_rate': Input should be greater than 0 (got -5)"),
@@ -71,5 +71,5 @@ def test_cli_output_dir_file_is_one_line_before_any_store_is_made(tmp_path: Path
     r = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "sweep", str(p), "--json"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == "", r.stderr
-    assert r.stderr.strip().splitlines() == [f"error: {p}: field 'output_dir': {tmp_path / 'AFILE'} exists and is not a folder"]
+    assert r.stderr.strip().splitlines() == [f"error: {p}: field 'output_dir': {tmp_path / 'AFILE'}: exists and is not a folder"]
     assert sorted(x.name for x in tmp_path.iterdir()) == ["AFILE", "sweep.yaml"]  # no mlflow.db, no mlruns

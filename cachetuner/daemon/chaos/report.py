@@ -150,12 +150,9 @@ def check_chaos_options(
         if not math.isfinite(value) or value < least:
             raise ConfigError(f"{option}: expected a finite number of seconds >= {least:g}, got {value!r}")
     if workdir is not None:
-        p = Path(workdir)
-        if p.exists() and not p.is_dir():
-            raise ConfigError(f"--workdir {p}: exists and is not a folder; give a folder (created if missing)")
-        parent = next((a for a in p.resolve().parents if a.exists()), None)
-        if parent is not None and not parent.is_dir():
-            raise ConfigError(f"--workdir {p}: {parent} is a file, not a folder")
+        from cachetuner.outputs import check_output_dir
+
+        check_output_dir(workdir, "--workdir")
 
 
 def run_chaos(

@@ -64,12 +64,9 @@ def check_ablation_options(
         bad = [v for v in values if v < 0]
         if bad:
             raise ConfigError(f"{option}: seeds must be >= 0, got {bad[0]}")
-    root = Path(out_dir)
-    if root.exists() and not root.is_dir():
-        raise ConfigError(f"--out {root}: exists and is not a folder")
-    ancestor = next((a for a in root.resolve().parents if a.exists()), None)
-    if ancestor is not None and not ancestor.is_dir():
-        raise ConfigError(f"--out {root}: {ancestor} is a file, not a folder")
+    from cachetuner.outputs import check_output_dir
+
+    root = check_output_dir(out_dir, "--out")
     if not train:
         missing = [run_dir(root, arm, s).name for s in seeds for arm in ARMS if not (run_dir(root, arm, s) / "model.zip").is_file()]
         if missing:
