@@ -96,7 +96,7 @@ def replay_cmd(
 ) -> None:
     """Replay a trace into Redis as a read-through application (GET, on miss SET), pipelined."""
     from cachetuner.live.replay import replay, replay_options
-    from cachetuner.live.resp import parse_redis_url
+    from cachetuner.live.resp import parse_redis_url, redact_url
     from cachetuner.live.stack import load_state
 
     if stack_dir is not None and not redis:
@@ -120,24 +120,14 @@ def replay_cmd(
         res = replay(tr, redis, opts, progress=lambda k: bar.advance(task, k))
     d = res.to_dict()
     if json_out:
-        emit_json({"trace": tr.name, "redis": _redact(redis), **d})
+        emit_json({"trace": tr.name, "redis": redact_url(redis), **d})
         return
-    table = Table(title=f"replay {tr.name} -> {_redact(redis)}", show_header=False)
+    table = Table(title=f"replay {tr.name} -> {redact_url(redis)}", show_header=False)
     for k in ("requests", "gets", "hits", "misses", "hit_ratio", "sets", "rejected_writes", "errors", "requests_per_s",
               "latency_p50_ms", "latency_p95_ms", "elapsed_s", "stopped_by", "metrics_port"):  # fmt: skip
         v = d[k]
         table.add_row(k, f"{v:,.3f}" if isinstance(v, float) else str(v))
     out.print(table)
-
-
-def _redact(url: str) -> str:
-    """The URL without its password (for output)."""
-    if "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    cred, host = rest.rsplit("@", 1)
-    user = cred.split(":", 1)[0] if ":" in cred else ""
-    return f"{scheme}://{user}:***@{host}"
 
 
 @bench_app.command("replay")
