@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sweeptest_support import sweep_yaml
 
 from cachetuner.errors import ConfigError
 
@@ -72,12 +73,7 @@ def test_a_user_error_in_a_ray_cell_is_one_line(tmp_path: Path, mlflow_store) ->
 
 
 def _sweep(tmp_path: Path, **over: object) -> Path:
-    doc = {"name": "t", "num_trials": 2, "search": {"ppo.learning_rate": {"loguniform": [1e-4, 1e-3]}},
-           "train": {"total_timesteps": 1024, "env": TINY_ENV, "eval": {"eval_freq": 512}}}
-    doc.update(over)
-    p = tmp_path / "sweep.yaml"
-    p.write_text(yaml.safe_dump(doc))
-    return p
+    return sweep_yaml(tmp_path, TINY_ENV, **over)
 
 
 @pytest.mark.parametrize(

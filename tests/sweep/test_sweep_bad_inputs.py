@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from sweeptest_support import TINY_ENV
+from sweeptest_support import TINY_ENV, sweep_yaml
 
 from cachetuner.errors import ConfigError
 from cachetuner.sweep import load_sweep
@@ -20,12 +19,7 @@ GOOD_POINT = {"ppo.learning_rate": 1e-4, "ppo.ent_coef": 0.01, "seed": 1}
 
 
 def _sweep(tmp_path: Path, **over: object) -> Path:
-    doc = {"name": "t", "num_trials": 2, "search": {"ppo.learning_rate": {"loguniform": [1e-4, 1e-3]}},
-           "train": {"total_timesteps": 1024, "env": TINY_ENV, "eval": {"eval_freq": 512}}}
-    doc.update(over)
-    p = tmp_path / "sweep.yaml"
-    p.write_text(yaml.safe_dump(doc))
-    return p
+    return sweep_yaml(tmp_path, TINY_ENV, **over)
 
 
 @pytest.mark.parametrize(
