@@ -100,8 +100,9 @@ def bench_daemon_costs_cmd(
     prices: str = typer.Option("scaled,cheap-backend", "--prices", help="comma-separated price presets"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
 ) -> None:
-    """The daemon's estimated saving against the measured one (an mrc and a static-default daemon on the same
-    simulated traffic), per workload x price preset."""
+    """The daemon's estimated saving against the measured one, per workload x price preset.
+
+    An mrc and a static-default daemon run on the same simulated traffic."""
     from typing import get_args
 
     from rich.table import Table

@@ -78,8 +78,9 @@ def bench_env(
     seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Env steps/s and simulated requests/s with random actions: what-if features on vs off, and with the
-    miss-ratio curves on top."""
+    """Env steps/s and simulated requests/s with random actions.
+
+    What-if features on vs off, and with the miss-ratio curves on top."""
     from cachetuner.env.bench import bench_env as run_bench
 
     cfg = _load_cfg(config, section)

@@ -203,7 +203,9 @@ def ablation_cmd(
     tracking_uri: Annotated[str | None, typer.Option("--tracking-uri")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """PPO (the shipped recipe) with vs without hotness features: train both arms x seeds, evaluate every
+    """PPO (the shipped recipe) with vs without hotness features, trained and evaluated.
+
+    Trains both arms x seeds, evaluates every
     policy on the suite's held-out traces against static-default and best-static, log to MLflow
     (experiment hotness-ablation). Locally this is slow (~14 core-minutes per run at 120k steps);
     scripts/hotness_ablation_device.py trains all runs in parallel elsewhere, then --from-runs evaluates them."""

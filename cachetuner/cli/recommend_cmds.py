@@ -71,7 +71,9 @@ def _current(text: str | None, trace, default_policy: str) -> RedisConfig | None
     from cachetuner.sim.policies import POLICIES
     from cachetuner.sim.sizing import parse_size
 
-    size, _, policy = text.partition(":")
+    size, colon, policy = text.partition(":")
+    if colon and not policy.strip():
+        raise ConfigError(f"--current {text!r}: nothing after ':' (give SIZE, or SIZE:POLICY such as 64mb:allkeys-lru)")
     policy = policy.strip() or default_policy
     POLICIES.get(policy, field="--current")
     maxmemory = parse_size(size, trace, what="--current")

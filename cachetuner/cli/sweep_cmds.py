@@ -43,8 +43,10 @@ def sweep_cmd(
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
 ) -> None:
-    """Hyperparameter search on Ray Tune (Optuna + ASHA): every trial a PPO training logged as a child
-    MLflow run; the best model saved and registered in the MLflow Model Registry."""
+    """Hyperparameter search on Ray Tune (Optuna + ASHA).
+
+    Every trial is a PPO training logged as a child MLflow run; the best model is saved and registered in the
+    MLflow Model Registry."""
     import signal
 
     from cachetuner.cluster import check_address

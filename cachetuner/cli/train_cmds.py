@@ -109,8 +109,9 @@ def evaluate_cmd(
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
 ) -> None:
-    """Run the trained policy and the other controllers on the same traffic; report cost, hit ratio,
-    memory, savings vs static-default and regret vs the best hindsight reference."""
+    """Run the trained policy and the other controllers on the same traffic.
+
+    Reports cost, hit ratio, memory, savings vs static-default and regret vs the best hindsight reference."""
     if suite is not None:
         from cachetuner.errors import ConfigError
         from cachetuner.reports.suite import print_suite, run_suite
@@ -185,7 +186,9 @@ def select_cmd(
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
 ) -> None:
-    """The selection rule between trained policies (docs/agent.md): every policy, mrc, static-default and the
+    """Choose between trained policies by the selection rule (docs/agent.md).
+
+    Every policy, mrc, static-default and the
     hindsight references on the recipe's own workloads x memory prices; by rule v2 a policy is eligible if it
     is dearer than mrc in no cell and cheaper in some, and costlier than static-default in no more cells than
     mrc; the eligible one with the lowest mean regret is chosen."""

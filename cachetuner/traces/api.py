@@ -108,6 +108,8 @@ def read_trace(
     )
     spec = str(path_or_spec)
     if isinstance(path_or_spec, str) and spec.startswith(synthetic.PREFIX):
+        if format not in ("auto", "synthetic"):  # said, not ignored: the user may think the workload was read as such
+            raise TraceError(f"{spec}: --format {format} does not apply to a generated workload (leave it at auto)")
         return synthetic.generate(spec[len(synthetic.PREFIX) :], opts.params, opts)
     if isinstance(path_or_spec, str) and spec.startswith(BUNDLED_PREFIX):
         name = spec[len(BUNDLED_PREFIX) :]

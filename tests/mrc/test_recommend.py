@@ -129,6 +129,7 @@ def test_run_is_logged_to_mlflow_with_its_figure(tmp_path: Path, mlflow_store, m
         (["--min-size", "50mb", "--max-size", "10mb"], "error: --min-size 52,428,800 B must be below --max-size 10,485,760 B"),
         (["--prices", "nosuch"], "error: --prices 'nosuch': expected one of list, scaled, cheap-backend, budget"),
         (["--current", "lots"], "error: --current='lots': expected bytes with an optional unit (k, kb, mb, gb, KiB, MiB, GiB) or a percentage like 20%"),
+        (["--current", "64mb:"], "error: --current '64mb:': nothing after ':' (give SIZE, or SIZE:POLICY such as 64mb:allkeys-lru)"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(args: list[str], message: str) -> None:

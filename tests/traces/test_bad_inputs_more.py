@@ -229,6 +229,13 @@ def test_cli_rate_and_size_model_errors_exit_2_with_one_line() -> None:
         assert proc.stderr.strip().splitlines() == [line]
 
 
+def test_a_reader_format_given_for_a_synthetic_workload_is_refused_not_ignored() -> None:
+    msg = one_line_error(read_trace, "synthetic:zipf", "lirs", params={"n_requests": 1000})
+    assert msg == "synthetic:zipf: --format lirs does not apply to a generated workload (leave it at auto)"
+    for fmt in ("auto", "synthetic"):  # the two that do apply still generate
+        assert len(read_trace("synthetic:zipf", fmt, params={"n_requests": 1000}).keys) == 1000
+
+
 def test_good_size_models_still_parse() -> None:
     for spec in ("fixed:4096", "fixed:536870912", "lognormal:8192,1.0", "lognormal:100,0", "llm", "llm:0.5,768,20000,0.3"):
         assert parse_size_model(spec).spec.split(":")[0] == spec.split(":")[0]
