@@ -92,6 +92,12 @@ class MRCControlSettings(BaseModel):
     gets_smoothing: float = Field(
         0.05, gt=0, le=1, description="EWMA weight of the newest interval's GET count: size for the sustained load, not a burst"
     )
+    gets_floor_smoothing: float | None = Field(
+        None, gt=0, le=1, description="EWMA weight of a slow estimate of the GETs per interval (a plain mean until "
+        "1/weight intervals); misses and refills are priced at the larger of it and the gets_smoothing estimate, so a "
+        "load that paused still counts as the load the cached data meets when it returns (CloudPhysics on its own "
+        "clock writes between two read bursts what the second reads). None: off. See docs/control.md"
+    )
     free_growth: float = Field(
         0.01, ge=0, le=1, description="grow straight to the largest allowed size, curves ready or not, when its extra "
         "memory (+ switch) cost per interval is at most this share of the current misses' cost: misses do not rise "
@@ -242,6 +248,8 @@ class MRCDecider:
         if self.fill is not None:
             self.fill.reset()
         self.gets: float | None = None
+        self.slow_gets = 0.0
+        self._n_gets = 0
         self.misses: float | None = None
         self.last: CostCurve | None = None
         self._candidate: tuple[str, int] | None = None
@@ -262,6 +270,11 @@ class MRCDecider:
         self._miss_n = 0
 
     @property
+    def rate(self) -> float:
+        """The GETs per interval the cost curve prices misses at."""
+        return max(self.gets or 0.0, self.slow_gets)
+
+    @property
     def cold(self) -> bool:
         """In the cold phase: the curves have not been ready (with ``confirm`` intervals seen) since the reset."""
         return not self._was_ready
@@ -276,6 +289,10 @@ class MRCDecider:
         s = self.settings
         g = float(gets)
         self.gets = g if self.gets is None else (1 - s.gets_smoothing) * self.gets + s.gets_smoothing * g
+        if s.gets_floor_smoothing is not None:
+            self._n_gets += 1
+            a = max(s.gets_floor_smoothing, 1.0 / self._n_gets)
+            self.slow_gets = (1 - a) * self.slow_gets + a * g
         if misses is not None:
             m = float(misses)
             self.misses = m if self.misses is None else (1 - s.gets_smoothing) * self.misses + s.gets_smoothing * m
@@ -291,7 +308,7 @@ class MRCDecider:
             policies = [p for p in policies if p == cur.maxmemory_policy]
         if not policies:
             return cur
-        cc = cost_curve(curves, prices, self.gets, (space.min_bytes, space.max_bytes), policies=policies,
+        cc = cost_curve(curves, prices, self.rate, (space.min_bytes, space.max_bytes), policies=policies,
                         n=s.n_candidates)
         self.last = cc
         if not cc.cost:
@@ -513,9 +530,9 @@ class MRCDecider:
         mono = curves.monotone()
         h_small = float(mono.hit_ratio(target[0], small))
         h_big = float(mono.hit_ratio(target[0], big))
-        misses = max(self.gets * (1.0 - h_small), 1.0)
+        misses = max(self.rate * (1.0 - h_small), 1.0)
         fill_intervals = (big - small) / (misses * max(curves.object_bytes, 1.0))
-        gain = max(h_big - h_small, 0.0) * self.gets * prices.miss
+        gain = max(h_big - h_small, 0.0) * self.rate * prices.miss
         return 0.5 * gain * min(fill_intervals, self.settings.payback_intervals)
 
 
