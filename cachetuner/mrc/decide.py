@@ -6,6 +6,11 @@ config is a minimisation, not a search. Macaron (Yang et al., SOSP'24) sizes a c
 from miniature-simulation curves; this is the single-cache, per-interval version with the SLO term
 predicted through the latency model.
 
+Misses are priced at the GETs per interval the cache expects: the larger of a quick EWMA (``gets_smoothing``: follow
+a rise at once) and a slow one (``gets_floor_smoothing``): when the reads pause, the data they will come back for is
+still worth the load they come back with, so a lull does not make the cost curve give it away (CloudPhysics on its
+own clock writes, between two read bursts an hour apart, what the second one reads).
+
 A curve is a *steady-state* prediction, and moving is not free, so the controller settles:
 
 - it waits until every curve point accounts for ``min_weight`` windowed GETs (its evidence);
@@ -93,7 +98,7 @@ class MRCControlSettings(BaseModel):
         0.05, gt=0, le=1, description="EWMA weight of the newest interval's GET count: size for the sustained load, not a burst"
     )
     gets_floor_smoothing: float | None = Field(
-        None, gt=0, le=1, description="EWMA weight of a slow estimate of the GETs per interval (a plain mean until "
+        0.01, gt=0, le=1, description="EWMA weight of a slow estimate of the GETs per interval (a plain mean until "
         "1/weight intervals); misses and refills are priced at the larger of it and the gets_smoothing estimate, so a "
         "load that paused still counts as the load the cached data meets when it returns (CloudPhysics on its own "
         "clock writes between two read bursts what the second reads). None: off. See docs/control.md"

@@ -62,7 +62,7 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     trained_around = {"min_weight": 500.0, "free_shrink": 1.25, "fill_headroom": 2.0, "cold_growth": 1.25,
                       "cold_free_growth": 0.25, "cold_memory_bound": 2.0, "policy_sustained_gain": 0.01,
                       "free_growth_amortized": True, "free_shrink_min_gets": None, "cold_return_waits": False,
-                      "regrow_guard": False, "fill_amortized": False}
+                      "regrow_guard": False, "fill_amortized": False, "gets_floor_smoothing": None}
     art = load_policy("default")
     raw_anchor = art.raw_config["env"]["mrc"]["anchor"]
     assert set(raw_anchor) == set(MRCControlSettings.model_fields)  # pinned field by field, not by default
@@ -77,9 +77,10 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     run_with = art.env_config.mrc.anchor
     # and with mrc's fill cap that weighs its memory over payback_intervals (fill_amortized) since
     # experiments/suite-audit-13.yaml's rule (2026-12-04, after mrc got it by suite-audit-12.yaml's)
+    # and with mrc's slow load floor (gets_floor_smoothing) since 2026-12-05, by the rule written in docs/agent.md
     assert run_with == art.train_env_config.mrc.anchor.model_copy(
         update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True,
-                "fill_amortized": True})
+                "fill_amortized": True, "gets_floor_smoothing": 0.01})
     assert run_with == MRCControlSettings()
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5

@@ -598,3 +598,51 @@ def test_free_shrink_waits_for_as_many_gets_as_a_shrinks_curve_needs() -> None:
         held += 1
     assert held == 15  # the 15th interval brings the GETs served to 1,500: that decision shrinks
     assert cur.maxmemory < start.maxmemory
+
+
+def test_a_slow_load_floor_keeps_data_through_a_lull_and_follows_a_rise_as_fast() -> None:
+    """``gets_floor_smoothing``: after a long busy stretch the GETs stop (the reads pause while the data waits for
+    them). The 0.05 EWMA alone prices the misses at a load that has dropped, and the cost curve's optimum falls to
+    the smallest size within tens of intervals; with the slow floor the load the data will meet when the reads
+    return keeps it several times longer. A rise is followed as fast either way (the larger estimate counts)."""
+    from cachetuner.mrc.curves import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 1 << 30, 8).astype(np.int64)
+    ev = {"allkeys-lru": np.full(8, 5000.0)}
+    curves = MissRatioCurves(sizes, {"allkeys-lru": np.linspace(0.1, 0.9, 8)}, weight=dict(ev), evidence=ev)
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=1 << 30, policies=("allkeys-lru",), timeouts=(0,))
+    # at 1,000 GETs an interval the largest size is the cheapest; at a few GETs the smallest
+    prices = Prices(memory_per_gib_hour=360.0, miss=0.01, switch=0.0, interval_s=10)
+    base = dict(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0, cold_free_growth=None, free_shrink=None)
+
+    def first_shrink(floor: float | None) -> int | None:
+        dec = MRCDecider(MRCControlSettings(**base, gets_floor_smoothing=floor))
+        cur = RedisConfig(maxmemory=1 << 30, maxmemory_policy="allkeys-lru")
+        for _ in range(150):
+            cur = dec.decide(curves, prices, 1000.0, cur, space)
+        assert cur.maxmemory == 1 << 30  # busy: the largest size holds
+        for i in range(400):
+            cur = dec.decide(curves, prices, 0.0, cur, space)
+            if cur.maxmemory < 1 << 30:
+                return i
+        return None
+
+    fast, slow = first_shrink(None), first_shrink(0.01)
+    assert fast is not None and fast < 60
+    assert slow is None or slow >= 3 * fast
+
+    def grown_after(floor: float | None) -> int:
+        dec = MRCDecider(MRCControlSettings(**base, gets_floor_smoothing=floor))
+        cur = RedisConfig(maxmemory=1 << 20, maxmemory_policy="allkeys-lru")
+        for _ in range(150):
+            cur = dec.decide(curves, prices, 1.0, cur, space)
+        assert cur.maxmemory == 1 << 20  # idle: the smallest size holds
+        for i in range(100):
+            cur = dec.decide(curves, prices, 1000.0, cur, space)
+            if cur.maxmemory > 1 << 20:
+                return i
+        raise AssertionError("never grew")
+
+    assert grown_after(0.01) == grown_after(None)
