@@ -617,32 +617,21 @@ def test_a_slow_load_floor_keeps_data_through_a_lull_and_follows_a_rise_as_fast(
     prices = Prices(memory_per_gib_hour=360.0, miss=0.01, switch=0.0, interval_s=10)
     base = dict(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0, cold_free_growth=None, free_shrink=None)
 
-    def first_shrink(floor: float | None) -> int | None:
+    def first_move(floor: float | None, size: int, before: float, after: float) -> int | None:
+        """Intervals at ``after`` GETs until the size held through 150 intervals at ``before`` first changes."""
         dec = MRCDecider(MRCControlSettings(**base, gets_floor_smoothing=floor))
-        cur = RedisConfig(maxmemory=1 << 30, maxmemory_policy="allkeys-lru")
+        cur = RedisConfig(maxmemory=size, maxmemory_policy="allkeys-lru")
         for _ in range(150):
-            cur = dec.decide(curves, prices, 1000.0, cur, space)
-        assert cur.maxmemory == 1 << 30  # busy: the largest size holds
+            cur = dec.decide(curves, prices, before, cur, space)
+        assert cur.maxmemory == size  # busy: the largest size holds; idle: the smallest
         for i in range(400):
-            cur = dec.decide(curves, prices, 0.0, cur, space)
-            if cur.maxmemory < 1 << 30:
+            cur = dec.decide(curves, prices, after, cur, space)
+            if cur.maxmemory != size:
                 return i
         return None
 
-    fast, slow = first_shrink(None), first_shrink(0.01)
+    fast, slow = first_move(None, 1 << 30, 1000.0, 0.0), first_move(0.01, 1 << 30, 1000.0, 0.0)
     assert fast is not None and fast < 60
     assert slow is None or slow >= 3 * fast
-
-    def grown_after(floor: float | None) -> int:
-        dec = MRCDecider(MRCControlSettings(**base, gets_floor_smoothing=floor))
-        cur = RedisConfig(maxmemory=1 << 20, maxmemory_policy="allkeys-lru")
-        for _ in range(150):
-            cur = dec.decide(curves, prices, 1.0, cur, space)
-        assert cur.maxmemory == 1 << 20  # idle: the smallest size holds
-        for i in range(100):
-            cur = dec.decide(curves, prices, 1000.0, cur, space)
-            if cur.maxmemory > 1 << 20:
-                return i
-        raise AssertionError("never grew")
-
-    assert grown_after(0.01) == grown_after(None)
+    rise = first_move(None, 1 << 20, 1.0, 1000.0)
+    assert rise is not None and first_move(0.01, 1 << 20, 1.0, 1000.0) == rise
