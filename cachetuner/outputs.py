@@ -63,4 +63,24 @@ def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
     return Path(path)
 
 
-__all__ = ["IMAGE_SUFFIXES", "check_output_dir", "check_output_file", "file_in_the_way", "output_dir_problem"]
+def claim_dir(parent: str | os.PathLike[str], name: str) -> Path:
+    """A new, empty directory ``parent/name``, or ``name-2``, ``name-3``, ... when that one exists.
+
+    Why: run directories are named ``{env}__{experiment}__{seed}__{unix time}``, so two trainings of one config
+    started in the same second (a sweep's concurrent trials share a seed) would otherwise write one directory and
+    corrupt each other's ``best_model.zip``. ``mkdir`` without ``exist_ok`` is atomic, so concurrent claims on one
+    filesystem never get the same directory."""
+    root = Path(parent)
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        path = root / (name if n == 1 else f"{name}-{n}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"{root}: 10,000 directories named {name}[-N] already")
+
+
+__all__ = ["IMAGE_SUFFIXES", "check_output_dir", "check_output_file", "claim_dir", "file_in_the_way",
+           "output_dir_problem"]

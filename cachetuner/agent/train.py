@@ -227,6 +227,7 @@ def train(
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from cachetuner.agent.callbacks import MLflowOutputFormat, RichProgressCallback, RolloutMetricsCallback
+    from cachetuner.outputs import claim_dir
     from cachetuner.tracking import run_name as make_run_name
     from cachetuner.tracking import setup_tracking
 
@@ -241,9 +242,8 @@ def train(
     eval_cfg = cfg.eval_env_config()
     eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features, cfg.hotness)])
     label = env_label(eval_env.envs[0])
-    name = make_run_name(label, cfg.experiment, cfg.seed)
-    out_dir = Path(cfg.output_dir) / name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = claim_dir(cfg.output_dir, make_run_name(label, cfg.experiment, cfg.seed))  # never shared (see claim_dir)
+    name = out_dir.name
     resolved = resolved_config(cfg, out_dir)
     (out_dir / CONFIG_SIDECAR).write_text(yaml.safe_dump(resolved, sort_keys=False))
 

@@ -51,3 +51,17 @@ def test_cli_refuses_bad_output_paths_in_one_line(tmp_path: Path, args: list[str
     assert r.returncode == 2 and r.stderr.startswith(f"error: {why.format(tmp=tmp_path)}"), r.stderr
     assert r.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []  # nothing written, no folder made
+
+
+def test_run_directories_are_claimed_once_even_by_concurrent_trainings(tmp_path: Path) -> None:
+    """Two trainings of one config started in the same second have the same run name (a sweep's concurrent trials
+    share a seed); each must get its own directory, or one reads the other's half-written ``best_model.zip``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cachetuner.outputs import claim_dir
+
+    name = "SimRedisDiscrete-v0__sweep__0__1796465155"
+    with ThreadPoolExecutor(8) as pool:
+        dirs = list(pool.map(lambda _: claim_dir(tmp_path / "trials", name), range(16)))
+    assert len(set(dirs)) == 16 and all(d.is_dir() for d in dirs)
+    assert {d.name for d in dirs} == {name, *(f"{name}-{n}" for n in range(2, 17))}
