@@ -206,7 +206,7 @@ def ablation_cmd(
     """PPO (the shipped recipe) with vs without hotness features, trained and evaluated.
 
     Trains both arms x seeds, evaluates every
-    policy on the suite's held-out traces against static-default and best-static, log to MLflow
+    policy on the suite's held-out traces against static-default and best-static, and logs to MLflow
     (experiment hotness-ablation). Locally this is slow (~14 core-minutes per run at 120k steps);
     scripts/hotness_ablation_device.py trains all runs in parallel elsewhere, then --from-runs evaluates them."""
     from cachetuner.reports.hotness_ablation import check_ablation_options, resave_numpy2_models, run_ablation
