@@ -27,3 +27,32 @@ def test_every_command_summary_is_one_line() -> None:
     assert len(commands) > 40  # every command module registered
     wrapped = [path for path, cmd in commands if "\n" in (cmd.help or "").strip().split("\n\n")[0]]
     assert wrapped == [], f"first docstring paragraph spans lines (split it into a summary and details): {wrapped}"
+
+
+def test_a_usage_mistake_is_one_line_naming_the_option_and_where_the_help_is() -> None:
+    """click's usage errors (unknown option or command, a malformed or missing value) print one ``error:`` line on
+    stderr and exit 2, like every other user mistake, instead of click's multi-line usage box; ``--help`` and a
+    bare command group still print their help."""
+    import subprocess
+    import sys
+
+    def run(*args: str) -> tuple[int, list[str], str]:
+        p = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", *args], capture_output=True, text=True,
+                           timeout=120, check=False)
+        return p.returncode, [ln for ln in p.stderr.splitlines() if ln.strip()], p.stdout
+
+    for args, needles in [
+        (["evaluate", "--bogus"], ["No such option: --bogus", "'cachetuner evaluate --help'"]),
+        (["nonexist"], ["No such command 'nonexist'", "'cachetuner --help'"]),
+        (["simulate", "--limit", "x"], ["'--limit'", "integer", "'cachetuner simulate --help'"]),
+        (["evaluate", "--seed", "-3"], ["'--seed'", "greater than or equal to 0"]),
+        (["bench", "mrc", "--nope"], ["No such option: --nope", "'cachetuner bench mrc --help'"]),
+    ]:
+        rc, err, out = run(*args)
+        assert rc == 2 and len(err) == 1 and err[0].startswith("error: "), (args, err)
+        assert all(n in err[0] for n in needles), (args, err)
+        assert out == "", (args, out)
+    rc, err, out = run("bench")  # a group without a command: its help, exit 2 (click's convention)
+    assert rc == 2 and "Commands" in out and err == []
+    rc, err, out = run("trace", "--help")
+    assert rc == 0 and "formats" in out and err == []

@@ -1,10 +1,14 @@
 """Entry point: imports every command module (each registers its commands) and turns
-:class:`CacheTunerError` into one line on stderr with exit code 2 — never a traceback for user mistakes."""
+:class:`CacheTunerError` and click's usage errors (an unknown option or command, a missing or malformed
+value) into one line on stderr with exit code 2 — never a traceback or a boxed usage screen for user mistakes."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
+
+import typer
 
 from cachetuner.cli.app import app
 from cachetuner.errors import CacheTunerError
@@ -36,16 +40,47 @@ def _load_commands() -> None:
                 raise
 
 
+def _click_class(name: str) -> type[Exception]:
+    """click's ``UsageError`` / ``ClickException`` as the installed typer raises them: recent typer releases vendor
+    click (``typer._click``), older ones use click itself; either way they are bases of ``typer.BadParameter``."""
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
+UsageError = _click_class("UsageError")
+ClickException = _click_class("ClickException")
+
+
+def usage_line(e: Any) -> str:
+    """One line for a usage error: click's message and where the help is (``cachetuner evaluate --help``)."""
+    msg = " ".join(e.format_message().split())
+    path = e.ctx.command_path if e.ctx is not None else "cachetuner"
+    return f"error: {msg} (see '{path} --help')"
+
+
 def main() -> None:
     _load_commands()
     try:
-        app()
+        # not standalone: click's errors reach us instead of its multi-line usage box; an explicit Exit comes back
+        # as its code (a command that returns normally returns None)
+        rv = app(standalone_mode=False, prog_name="cachetuner")
     except CacheTunerError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except UsageError as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # a command group run bare: its help (rich prints it already)
+            if text := e.format_message().strip():  # type: ignore[attr-defined]
+                print(text)
+            sys.exit(2)
+        print(usage_line(e), file=sys.stderr)
+        sys.exit(2)
+    except ClickException as e:  # e.g. a file argument that cannot be opened
+        print(f"error: {' '.join(e.format_message().split())}", file=sys.stderr)  # type: ignore[attr-defined]
+        sys.exit(int(e.exit_code))  # type: ignore[attr-defined]
+    except (KeyboardInterrupt, typer.Abort):
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    if isinstance(rv, int) and not isinstance(rv, bool) and rv:
+        sys.exit(rv)
 
 
 if __name__ == "__main__":
