@@ -15,22 +15,23 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from cachetuner.control.learned import PRICE_FEATURES, price_features
+from cachetuner.control.learned import PRICE_FEATURES, price_features, price_load
 
 
-def _features(env: gym.Env, info: dict[str, Any]) -> np.ndarray:
+def _features(env: gym.Env, info: dict[str, Any], load: str = "interval") -> np.ndarray:
     base = env.unwrapped
     snap = info["snapshot"]
     held = snap.maxmemory or info["config"].maxmemory
     prices = base.prices  # type: ignore[attr-defined]
-    return price_features(float(prices.memory_cost(held)), prices.miss, snap.gets)
+    return price_features(float(prices.memory_cost(held)), prices.miss, price_load(load, snap.gets, info))
 
 
 class PriceFeatures(gym.Wrapper):
-    """Append :data:`PRICE_FEATURES` to every observation."""
+    """Append :data:`PRICE_FEATURES` to every observation; ``load``: the GETs they divide by (``ppo.price_load``)."""
 
-    def __init__(self, env: gym.Env) -> None:
+    def __init__(self, env: gym.Env, load: str = "interval") -> None:
         super().__init__(env)
+        self.load = load
         base = env.observation_space
         assert isinstance(base, gym.spaces.Box)
         n = len(PRICE_FEATURES)
@@ -41,7 +42,7 @@ class PriceFeatures(gym.Wrapper):
         )
 
     def _extend(self, obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
-        return np.concatenate([np.asarray(obs, np.float32), _features(self.env, info)])
+        return np.concatenate([np.asarray(obs, np.float32), _features(self.env, info, self.load)])
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict]:
         obs, info = self.env.reset(**kwargs)
@@ -52,4 +53,4 @@ class PriceFeatures(gym.Wrapper):
         return self._extend(obs, info), float(reward), terminated, truncated, info
 
 
-__all__ = ["PRICE_FEATURES", "PriceFeatures", "price_features"]
+__all__ = ["PRICE_FEATURES", "PriceFeatures", "price_features", "price_load"]

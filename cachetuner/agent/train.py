@@ -53,12 +53,14 @@ class PinnedResets(gym.Wrapper):
 
 
 def make_env(
-    env_cfg: EnvConfig, pinned: bool = False, price_features: bool = True, hotness: HotnessSettings | None = None
+    env_cfg: EnvConfig, pinned: bool = False, price_features: bool = True, hotness: HotnessSettings | None = None,
+    price_load: str | None = None,
 ) -> gym.Env:
     """Env factory (module level so that SubprocVecEnv can pickle it); sets one torch thread per process.
 
     Observation: the env's, then the hotness features (when ``hotness.enabled``), then the price
-    features: the order the ``ppo`` controller rebuilds them in."""
+    features (divided by the GETs ``price_load`` names: ``controllers.ppo.price_load``, the interval's by
+    default): the order the ``ppo`` controller rebuilds them in."""
     from stable_baselines3.common.monitor import Monitor
 
     from cachetuner.agent.features import PriceFeatures
@@ -72,7 +74,7 @@ def make_env(
         assert hotness.lstm_path is not None
         env = HotnessFeatures(env, InProcessPredictor(hotness.lstm_path, device="cpu"), **hotness.options())  # type: ignore[arg-type]
     if price_features:
-        env = PriceFeatures(env)
+        env = PriceFeatures(env, price_load or "interval")
     if pinned:
         env = PinnedResets(env, len(env_cfg.workloads))
     return Monitor(env)
@@ -236,11 +238,11 @@ def train(
     vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
     check_hotness(cfg.hotness)
     train_env = make_vec_env(
-        functools.partial(make_env, cfg.env, False, cfg.price_features, cfg.hotness), n_envs=cfg.n_envs, seed=cfg.seed,
+        functools.partial(make_env, cfg.env, False, cfg.price_features, cfg.hotness, cfg.controllers.ppo.price_load), n_envs=cfg.n_envs, seed=cfg.seed,
         vec_env_cls=vec_cls,
     )
     eval_cfg = cfg.eval_env_config()
-    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features, cfg.hotness)])
+    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features, cfg.hotness, cfg.controllers.ppo.price_load)])
     label = env_label(eval_env.envs[0])
     out_dir = claim_dir(cfg.output_dir, make_run_name(label, cfg.experiment, cfg.seed))  # never shared (see claim_dir)
     name = out_dir.name

@@ -79,8 +79,7 @@ def main() -> None:
     except (KeyboardInterrupt, typer.Abort):
         print("interrupted", file=sys.stderr)
         sys.exit(130)
-    if isinstance(rv, int) and not isinstance(rv, bool) and rv:
-        sys.exit(rv)
+    sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)  # as click's standalone mode exits
 
 
 if __name__ == "__main__":

@@ -41,14 +41,21 @@ SHIPPED_DIR = Path(__file__).resolve().parents[1] / "models" / "general"
 PRICE_FEATURES = ("memory_cost_per_get",)
 
 
-def price_features(memory_cost: float, miss_price: float, gets: int) -> np.ndarray:
+def price_features(memory_cost: float, miss_price: float, gets: float) -> np.ndarray:
     """``x / (x + 0.1)`` with ``x`` the interval's memory cost per get in miss-price units.
 
     Why: the env's observation is scale-free, so it does not say what the memory held costs relative
     to the misses it saves, and that ratio decides whether a bigger cache pays. ``0.1`` maps "memory
-    costs 10 % of a miss per get" to 0.5."""
+    costs 10 % of a miss per get" to 0.5. ``gets``: see :func:`price_load`."""
     x = max(memory_cost / (miss_price * max(gets, 1)), 0.0) if np.isfinite(memory_cost) and miss_price > 0 else 0.0
     return np.asarray([x / (x + 0.1)], dtype=np.float32)
+
+
+def price_load(mode: str, gets: float, info: dict[str, Any]) -> float:
+    """The GETs the price feature divides by (``ppo.price_load``): the interval's (``interval``), or the larger of
+    those and the anchor rule's load estimate (``anchor``; ``info["anchor_load"]``, absent without curves)."""
+    load = info.get("anchor_load") if mode == "anchor" else None
+    return max(float(gets), float(load)) if load is not None else float(gets)
 
 
 def one_thread() -> None:
@@ -204,6 +211,7 @@ class LearnedPolicy:
         self.decides_client_ttl = bool(self.artifact.env_config.actions.ttl_multipliers)
         own = settings.ppo.defer_cold  # an explicit setting wins; null: what the artifact ships with
         self.defer_cold = bool(self.artifact.ppo.defer_cold if own is None else own)
+        self.price_load: str = settings.ppo.price_load or self.artifact.ppo.price_load or "interval"
         self.deferred = 0  # decisions handed to the anchor (defer_cold), since the reset
         self._action: Any = None
         from cachetuner.env.actions import make_action_codec
@@ -242,7 +250,8 @@ class LearnedPolicy:
             obs = np.concatenate([obs, self.hot.clipped(feats).astype(np.float32)])
         if self.artifact.price_features:
             mem = float(ctx.prices.memory_cost(ctx.snapshot.maxmemory or ctx.config.maxmemory))
-            obs = np.concatenate([obs, price_features(mem, ctx.prices.miss, ctx.snapshot.gets)])
+            load = price_load(self.price_load, ctx.snapshot.gets, ctx.info)
+            obs = np.concatenate([obs, price_features(mem, ctx.prices.miss, load)])
         want = self.artifact.model.observation_space.shape
         if want is not None and obs.shape != tuple(want):
             raise ConfigError(

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import Policy
@@ -67,6 +69,16 @@ class PPOSettings(BaseModel):
         "on short traces) were where it lost most against mrc on the audits; from the first ready curves on it acts "
         "as trained. The policy still sees every observation (a recurrent state stays in step). The shipped policy "
         "turns it on (adopted 2026-12-04 by the rule of experiments/suite-audit-7.yaml)."
+    )
+    price_load: Literal["interval", "anchor"] | None = Field(
+        None, description="null = the policy artifact's own setting (its train_config.yaml's controllers.ppo; "
+        "'interval' when absent). The GETs the price feature divides the memory's cost by: 'interval', the last "
+        "interval's GETs (how every policy so far was trained); 'anchor', the larger of those and the anchor rule's "
+        "load estimate (mrc's `rate`: its quick EWMA of GETs, floored by the slow one, gets_floor_smoothing). Why: "
+        "when the reads pause (a lull between bursts on a trace's own clock) the interval's GETs fall to zero, the "
+        "feature says memory costs more per GET than ever seen in training, and the policy gives back the data the "
+        "next burst reads, while its anchor, whose misses are priced at the floored load, holds it. Under steady "
+        "load the two differ only by the interval's noise."
     )
 
 

@@ -454,4 +454,5 @@ class CacheTuningEnv(gym.Env):
             "step": self._steps,
             "anchor": self._anchor,
             "anchor_cold": self.mrc is not None and self._decider.cold,  # ppo.defer_cold
+            "anchor_load": self._decider.rate if self.mrc is not None else None,  # ppo.price_load: anchor
         }

@@ -134,6 +134,60 @@ def test_defer_cold_runs_the_anchor_until_the_curves_are_first_ready() -> None:
     assert TrainConfig.from_yaml("experiments/general.yaml").controllers.ppo.defer_cold is True
 
 
+def test_price_load_anchor_prices_memory_at_the_anchors_load_through_a_lull() -> None:
+    """``controllers.ppo.price_load``: ``interval`` divides the memory's cost by the interval's GETs (how the policy
+    was trained), ``anchor`` by the larger of those and the anchor rule's load estimate (``info["anchor_load"]``,
+    ``mrc``'s ``rate``), so an interval without reads does not make memory look dearer than ever."""
+    import dataclasses
+
+    from cachetuner.agent.features import PriceFeatures
+    from cachetuner.control.learned import price_features, price_load
+    from cachetuner.control.settings import ControlSettings
+    from cachetuner.env import CacheTuningEnv
+    from cachetuner.evaluation.episode import context_from_env
+
+    assert price_load("interval", 0, {"anchor_load": 500.0}) == 0.0
+    assert price_load("anchor", 0, {"anchor_load": 500.0}) == 500.0
+    assert price_load("anchor", 800, {"anchor_load": 500.0}) == 800.0  # a rise is followed at once
+    assert price_load("anchor", 7, {}) == price_load("anchor", 7, {"anchor_load": None}) == 7.0  # no curves: the interval's
+
+    art = load_policy("default")
+    cfg = art.env_config.model_copy(update={"workloads": art.env_config.workloads[:1], "episode_intervals": 30})
+    env = CacheTuningEnv(cfg)
+    obs, info = env.reset(seed=0)
+    for _ in range(20):
+        obs, _, _, _, info = env.step_config(info["config"])
+    load = info["anchor_load"]
+    assert load == env._decider.rate and load > 100  # the anchor's estimate, after 20 intervals of steady reads
+    ctx = context_from_env(env, obs, info)
+    lull = dataclasses.replace(ctx, snapshot=dataclasses.replace(ctx.snapshot, gets=0))
+    by_interval = make_controller("ppo", ControlSettings.model_validate({"ppo": {"price_load": "interval"}}), model=art)
+    by_anchor = make_controller("ppo", ControlSettings.model_validate({"ppo": {"price_load": "anchor"}}), model=art)
+    mem = float(ctx.prices.memory_cost(ctx.snapshot.maxmemory))
+    assert by_interval.observation(lull)[-1] == pytest.approx(price_features(mem, ctx.prices.miss, 1)[0])
+    assert by_anchor.observation(lull)[-1] == pytest.approx(price_features(mem, ctx.prices.miss, load)[0])
+    assert by_anchor.observation(lull)[-1] < by_interval.observation(lull)[-1] - 0.1  # memory looks cheaper per GET
+    # with reads, the two modes differ only where the interval's GETs fall below the estimate
+    assert by_anchor.observation(ctx)[-1] <= by_interval.observation(ctx)[-1]
+    # training computes the same feature (agent.features.PriceFeatures, passed the setting by make_env)
+    wrapped = PriceFeatures(CacheTuningEnv(cfg), "anchor")
+    o, i = wrapped.reset(seed=0)
+    for _ in range(20):
+        o, _, _, _, i = wrapped.step(0)  # mrc-offset's 0: keep the config in force
+    held = i["snapshot"].maxmemory
+    want = price_features(float(wrapped.unwrapped.prices.memory_cost(held)), wrapped.unwrapped.prices.miss,
+                          max(float(i["snapshot"].gets), i["anchor_load"]))
+    assert o[-1] == pytest.approx(want[0])
+    # the shipped policy evaluates with `anchor` (adopted 2026-12-05 by the rule in docs/agent.md), so a controller
+    # built with default settings (the daemon's, an A/B arm's) follows the artifact; its recipe pins how it was
+    # trained, `interval`; an explicit setting wins
+    from cachetuner.agent.config import TrainConfig
+
+    assert art.ppo.price_load == "anchor" and by_interval.price_load == "interval"
+    assert make_controller("ppo", ControlSettings(), model=art).price_load == "anchor"
+    assert TrainConfig.from_yaml("experiments/general.yaml").controllers.ppo.price_load == "interval"
+
+
 def test_suite_end_to_end(tmp_path: Path, mlflow_store, capfd) -> None:
     from cachetuner.reports.suite import run_suite
 

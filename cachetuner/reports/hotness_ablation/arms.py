@@ -183,11 +183,11 @@ def train_arm(
         vec_cls, vec_kwargs = SubprocVecEnv, ({"start_method": start_method} if start_method else {})
     else:
         vec_cls, vec_kwargs = DummyVecEnv, {}
-    train_env = make_vec_env(functools.partial(make_env, cfg.env, False, cfg.price_features, cfg.hotness),
+    train_env = make_vec_env(functools.partial(make_env, cfg.env, False, cfg.price_features, cfg.hotness, cfg.controllers.ppo.price_load),
                              n_envs=cfg.n_envs, seed=cfg.seed + 1000 * piece,
                              vec_env_cls=vec_cls, vec_env_kwargs=vec_kwargs)
     eval_cfg = cfg.eval_env_config()
-    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features, cfg.hotness)])
+    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features, cfg.hotness, cfg.controllers.ppo.price_load)])
     t_start = time.time()
     wall0 = float(state.get("wall_s", 0.0))
     try:
@@ -292,7 +292,7 @@ def resave_numpy2_models(root: str | Path, log: Log = quiet) -> list[Path]:
             h = cfg.hotness
             if h.enabled:
                 h = HotnessSettings(**{**h.model_dump(), "lstm_path": str(d / str(h.lstm_path))})
-            env = make_env(cfg.env, False, cfg.price_features, h)
+            env = make_env(cfg.env, False, cfg.price_features, h, cfg.controllers.ppo.price_load)
             cache[d] = {"observation_space": env.observation_space, "action_space": env.action_space}
             env.close()
         return cache[d]
