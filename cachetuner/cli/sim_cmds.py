@@ -16,6 +16,7 @@ from cachetuner.cli.trace_options import (
     LimitOpt,
     ParamsOpt,
     RateOpt,
+    RateProfileOpt,
     SeedOpt,
     SizeModelOpt,
     TraceOpt,
@@ -138,6 +139,7 @@ def simulate_cmd(
     format: FormatOpt = "auto",
     size_model: SizeModelOpt = None,
     rate: RateOpt = None,
+    rate_profile: RateProfileOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
     params: ParamsOpt = None,
@@ -170,7 +172,7 @@ def simulate_cmd(
     """Replay a trace through the Redis 7 simulator under one configuration and report the totals."""
     POLICIES.get(policy, field="--policy")
     check_run_options(lfu_decay_time, timeout, interval, sim_seed)
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile)
     if ACCOUNTING.get(accounting) == "exact":
         tr = as_lookups(tr)
     l2_bytes = parse_size(l2_capacity, tr, what="--l2-capacity")

@@ -16,6 +16,7 @@ from cachetuner.cli.trace_options import (
     LimitOpt,
     ParamsOpt,
     RateOpt,
+    RateProfileOpt,
     SeedOpt,
     SizeModelOpt,
     TraceOpt,
@@ -35,6 +36,7 @@ def info(
     format: FormatOpt = "auto",
     size_model: SizeModelOpt = None,
     rate: RateOpt = None,
+    rate_profile: RateProfileOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
     params: ParamsOpt = None,
@@ -44,7 +46,7 @@ def info(
     from cachetuner.resources import format_bytes, memory_available
     from cachetuner.sim.state import state_bytes_per_key
 
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile)
     s = summarize(tr)
     # what simulating it takes (the guards' figures): the trace's arrays, one simulated cache's state, and the
     # memory this process may still take (None where unknown)

@@ -29,6 +29,7 @@ from cachetuner.cli.app import console
 from cachetuner.errors import ConfigError, TraceError
 from cachetuner.traces import read_trace
 from cachetuner.traces.assemble import check_rate
+from cachetuner.traces.rate_profile import parse_rate_profile
 from cachetuner.traces.sizes import parse_size_model
 from cachetuner.traces.streams import ProgressFn
 from cachetuner.traces.trace import Trace
@@ -61,6 +62,14 @@ RateOpt = Annotated[
         "re-timing for others, the rate param of synthetic workloads.",
     ),  # fmt: skip
 ]
+RateProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--rate-profile",
+        help="diurnal:PERIOD_S,AMPLITUDE: the load swings around --rate (a compressed day, e.g. diurnal:1800,0.8) "
+        "instead of staying at it; needs a trace file, not a synthetic workload.",
+    ),  # fmt: skip
+]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for size draws and synthetic workloads.")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Keep only the first N requests.")]
 ParamsOpt = Annotated[
@@ -88,11 +97,16 @@ def load_params_file(path: Path | None) -> dict | None:
     return data
 
 
-def check_trace_options(size_model: str | None, rate: float | None) -> None:
-    """One line naming ``--size-model`` or ``--rate`` when either is invalid, before any trace is read (the trace
-    reader's own message names the trace, not the option the user typed)."""
+def check_trace_options(size_model: str | None, rate: float | None, rate_profile: str | None = None) -> None:
+    """One line naming ``--size-model``, ``--rate`` or ``--rate-profile`` when one is invalid, before any trace is
+    read (the trace reader's own message names the trace, not the option the user typed)."""
     if rate is not None:
         check_rate("--rate", rate)
+    if rate_profile is not None:
+        try:
+            parse_rate_profile(rate_profile)
+        except TraceError as e:
+            raise type(e)(f"--rate-profile: {e}") from None
     if size_model is not None:
         try:
             parse_size_model(size_model)
@@ -129,9 +143,10 @@ def load_trace_from_options(
     seed: int = 0,
     limit: int | None = None,
     params: Path | None = None,
+    rate_profile: str | None = None,
 ) -> Trace:
     """Resolve the shared trace options into a :class:`Trace` (progress bar on stderr for big files)."""
-    check_trace_options(size_model, rate)
+    check_trace_options(size_model, rate, rate_profile)
     with _progress_for(trace) as progress:
         return read_trace(
             trace,
@@ -142,4 +157,5 @@ def load_trace_from_options(
             limit=limit,
             params=load_params_file(params),
             progress=progress,
+            rate_profile=rate_profile,
         )

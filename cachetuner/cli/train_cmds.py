@@ -13,6 +13,7 @@ from cachetuner.cli.trace_options import (
     LimitOpt,
     ParamsOpt,
     RateOpt,
+    RateProfileOpt,
     SeedOpt,
     SizeModelOpt,
     load_params_file,
@@ -77,6 +78,7 @@ def evaluate_cmd(
     fmt: FormatOpt = "auto",
     size_model: SizeModelOpt = None,
     rate: RateOpt = None,
+    rate_profile: RateProfileOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
     params: ParamsOpt = None,
@@ -123,7 +125,8 @@ def evaluate_cmd(
         # everything else a single evaluation takes comes from the suite file: given here it would be ignored
         ignored = [name for name, given in (
             ("--trace", trace is not None), ("--format", fmt != "auto"), ("--size-model", size_model is not None),
-            ("--rate", rate is not None), ("--seed", seed != 0), ("--limit", limit is not None),
+            ("--rate", rate is not None), ("--rate-profile", rate_profile is not None), ("--seed", seed != 0),
+            ("--limit", limit is not None),
             ("--params", params is not None), ("--config", config is not None), ("--tuners", tuners is not None),
             ("--workload", workload != 0), ("--intervals", intervals is not None),
         ) if given]  # fmt: skip
@@ -151,7 +154,7 @@ def evaluate_cmd(
     if names == []:
         raise ConfigError("--tuners: give at least one controller name (omit --tuners for all)")
     result, report = run_evaluation(
-        model=model, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed, limit=limit,
+        model=model, trace=trace, fmt=fmt, size_model=size_model, rate=rate, rate_profile=rate_profile, seed=seed, limit=limit,
         params=load_params_file(params) or {}, config=config, controllers=names, workload=workload,
         intervals=intervals, prices=price_option(prices, budget), history=history, tracking_uri=tracking_uri,
         console=console,

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from cachetuner.config import Policy, RedisConfig, TenantTarget, redis_policies
 from cachetuner.env.prices import PricesConfig
-from cachetuner.errors import ConfigError
+from cachetuner.errors import ConfigError, TraceError
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.sim.params import SimParams
 from cachetuner.ttl.base import make_ttl_policy
@@ -53,6 +53,10 @@ class WorkloadSpec(BaseModel):
     format: str = "auto"
     size_model: str | None = None
     rate: float | None = Field(None, gt=0, description="requests/s for traces without timestamps")
+    rate_profile: str | None = Field(
+        None, description="diurnal:PERIOD_S,AMPLITUDE: the load swings around `rate` (cachetuner.traces.rate_profile); "
+        "None = steady"
+    )
     seed: int = Field(0, ge=0)
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
     skip: int = Field(
@@ -65,6 +69,18 @@ class WorkloadSpec(BaseModel):
         None, description="client-side TTL policy spec applied at load (cachetuner.ttl, e.g. fixed:300; QoS class "
         "factors included); None = the trace's own TTLs"
     )
+
+    @field_validator("rate_profile")
+    @classmethod
+    def _rate_profile(cls, v: str | None) -> str | None:
+        if v is not None:
+            from cachetuner.traces.rate_profile import parse_rate_profile
+
+            try:
+                parse_rate_profile(v)
+            except TraceError as e:
+                raise ValueError(str(e)) from None
+        return v
 
     @field_validator("ttl")
     @classmethod

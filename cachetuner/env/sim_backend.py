@@ -69,7 +69,7 @@ def load_workload(spec: WorkloadSpec) -> Trace:
         trace = load_tenant_workload(spec.trace)
     else:
         kwargs: dict = {"seed": spec.seed, "params": dict(spec.params)}
-        for name in ("size_model", "rate", "limit"):
+        for name in ("size_model", "rate", "rate_profile", "limit"):
             if getattr(spec, name) is not None:
                 kwargs[name] = getattr(spec, name)
         trace = read_trace(spec.trace, spec.format, **kwargs)

@@ -50,13 +50,17 @@ def evaluation_env(
     workload: int = 0,
     intervals: int | None = None,
     prices: str | PricesConfig | None = None,
+    rate_profile: str | None = None,
 ) -> tuple[EnvConfig, int]:
     """The env config to evaluate on (``trace`` replaces the config's evaluation workloads; ``prices``, a
     preset name or a :class:`PricesConfig`, replaces its prices)."""
     env_cfg = cfg.eval_env_config()
+    if rate_profile is not None and trace is None:
+        raise ConfigError("--rate-profile: only with --trace (a config's workloads set `rate_profile:` themselves)")
     if trace is not None:
         spec = validate_options(WorkloadSpec, dict(trace=trace, format=fmt, size_model=size_model, rate=rate,
-                                                   limit=limit, seed=seed, params=params or {}))
+                                                   rate_profile=rate_profile, limit=limit, seed=seed,
+                                                   params=params or {}))
         env_cfg = env_cfg.model_copy(update={"workloads": [spec]})
         workload = 0
     elif workload >= len(env_cfg.workloads):
@@ -134,6 +138,7 @@ def run_evaluation(
     fmt: str = "auto",
     size_model: str | None = None,
     rate: float | None = None,
+    rate_profile: str | None = None,
     seed: int = 0,
     limit: int | None = None,
     params: dict[str, Any] | None = None,
@@ -161,7 +166,7 @@ def run_evaluation(
     cfg, cfg_source = resolve_train_config(model, config)
     env_cfg, workload = evaluation_env(cfg, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed,
                                        limit=limit, params=params, workload=workload, intervals=intervals,
-                                       prices=prices)
+                                       prices=prices, rate_profile=rate_profile)
     names = controllers or [t for t in DEFAULT_EVALUATION if t != "ppo" or model is not None]
     params_by_name: dict[str, dict[str, Any]] = {}
     if history is not None:

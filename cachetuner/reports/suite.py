@@ -50,6 +50,7 @@ class SuiteTrace(BaseModel):
     format: str = "auto"
     size_model: str | None = "fixed:4096"
     rate: float | None = Field(100.0, gt=0)
+    rate_profile: str | None = Field(None, description="diurnal:PERIOD_S,AMPLITUDE around `rate`; None = steady")
     limit: int | None = Field(None, ge=1)
     params: dict[str, Any] = Field(default_factory=dict, description="reader params (e.g. the csv format's columns)")
 
@@ -233,7 +234,7 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
     artifact = cached_policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
                                 seed=seed, limit=tr.limit, params=tr.params, intervals=intervals,
-                                prices=price)
+                                prices=price, rate_profile=tr.rate_profile)
     params: dict[str, dict[str, Any]] = {}
     if history is not None:
         env_cfg, params = with_history(env_cfg, history)

@@ -10,6 +10,7 @@ from cachetuner.traces import synthetic
 from cachetuner.traces.assemble import ReadOptions, check_rate
 from cachetuner.traces.base import FORMATS, TraceReader, get_reader, list_formats
 from cachetuner.traces.bundled import bundled_trace_format, bundled_trace_path
+from cachetuner.traces.rate_profile import parse_rate_profile
 from cachetuner.traces.sizes import parse_size_model
 from cachetuner.traces.streams import (
     ProgressFn,
@@ -73,6 +74,7 @@ def read_trace(
     limit: int | None = None,
     params: dict | None = None,
     progress: ProgressFn | None = None,
+    rate_profile: str | None = None,
 ) -> Trace:
     """Read a trace file or generate a synthetic workload.
 
@@ -93,6 +95,9 @@ def read_trace(
         params: reader options (e.g. ``{"expand": False}`` for arc) or workload parameters
             (merged over the YAML file's ``params``).
         progress: called with (bytes read, file bytes) while reading a file.
+        rate_profile: ``diurnal:PERIOD_S,AMPLITUDE``: the re-timing's load swings around ``rate`` instead of
+            staying at it (:mod:`cachetuner.traces.rate_profile`); for traces without timestamps, or timed ones
+            re-timed with ``rate``. Not for synthetic workloads, which generate their own arrivals.
     """
     if limit is not None and limit < 1:
         raise TraceError(f"{path_or_spec}: limit must be >= 1, got {limit}")
@@ -101,12 +106,18 @@ def read_trace(
     opts = ReadOptions(
         size_model=parse_size_model(size_model) if size_model is not None else None,  # "" is an error, not the default
         rate=rate,
+        rate_profile=parse_rate_profile(rate_profile) if rate_profile is not None else None,
         seed=seed,
         limit=limit,
         params=dict(params or {}),
         progress=progress,
     )
     spec = str(path_or_spec)
+    synthetic_file = isinstance(path_or_spec, (str, Path)) and format in ("auto", "synthetic") and (
+        Path(spec).suffix.lower() in WORKLOAD_FILE_SUFFIXES)
+    if opts.rate_profile is not None and (spec.startswith(synthetic.PREFIX) or synthetic_file):
+        raise TraceError(f"{spec}: rate profile {opts.rate_profile.spec} re-times a trace; a generated workload has its "
+                         "own arrivals (synthetic:diurnal has a daily swing)")
     if isinstance(path_or_spec, str) and spec.startswith(synthetic.PREFIX):
         if format not in ("auto", "synthetic"):  # said, not ignored: the user may think the workload was read as such
             raise TraceError(f"{spec}: --format {format} does not apply to a generated workload (leave it at auto)")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cachetuner.errors import TraceError
+from cachetuner.traces.rate_profile import RateProfile
 from cachetuner.traces.sizes import DEFAULT_SIZE_MODEL, SizeModel, parse_size_model
 from cachetuner.traces.streams import ProgressFn
 from cachetuner.traces.trace import Op, Trace
@@ -34,6 +35,7 @@ class ReadOptions:
 
     size_model: SizeModel | None = None
     rate: float | None = None
+    rate_profile: RateProfile | None = None  # the load shape of the re-timing (cachetuner.traces.rate_profile)
     seed: int = 0
     limit: int | None = None
     params: dict = field(default_factory=dict)
@@ -124,10 +126,18 @@ def check_rate(what: str, rate: float, n_requests: int = 1) -> None:
 
 
 def _timestamps(name: str, cols: Columns, n: int, opts: ReadOptions, meta: dict) -> np.ndarray:
+    profile = opts.rate_profile
+    if profile is not None and cols.timestamps is not None and opts.rate is None:
+        raise TraceError(f"{name}: rate profile {profile.spec} re-times the trace, which has its own timestamps: give "
+                         "a mean rate too (--rate / rate:), or drop the profile to replay its own clock")
     if opts.rate is not None or cols.timestamps is None:
         rate = opts.rate if opts.rate is not None else DEFAULT_RATE
         check_rate(f"{name}: rate", rate, n)
         meta["rate"] = rate
+        if profile is not None:
+            meta["rate_profile"] = profile.spec
+            meta["timing"] = f"{profile.spec} around the mean rate"
+            return profile.timestamps(n, rate)
         meta["timing"] = "uniform at rate" if cols.timestamps is None else "re-timed uniformly at --rate"
         return np.arange(n, dtype=np.float64) / rate
     ts = np.asarray(cols.timestamps, dtype=np.float64)
