@@ -16,6 +16,7 @@ from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import ConfigError, TraceError
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.sim.params import SimParams
+from cachetuner.traces.rate_profile import parse_rate_profile
 from cachetuner.ttl.base import make_ttl_policy
 from cachetuner.ttl.knobs import ClientTTL
 from cachetuner.yamlconfig import load_model
@@ -74,8 +75,6 @@ class WorkloadSpec(BaseModel):
     @classmethod
     def _rate_profile(cls, v: str | None) -> str | None:
         if v is not None:
-            from cachetuner.traces.rate_profile import parse_rate_profile
-
             try:
                 parse_rate_profile(v)
             except TraceError as e:
