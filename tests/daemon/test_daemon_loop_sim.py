@@ -469,6 +469,28 @@ def tiny_ppo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d / "model.zip"
 
 
+def test_the_shipped_policy_runs_in_the_daemon_with_its_price_feature_at_the_anchors_load(tmp_path: Path) -> None:
+    """``policy: {name: ppo, model: default}``: the daemon's env (the artifact's, over the target's backend) hands
+    the controller the anchor's load estimate, which the shipped policy's price feature reads (``price_load:
+    anchor``), and every decision is within bounds."""
+    cfg = make_cfg(tmp_path, policy={"name": "ppo", "model": "default"}, max_iterations=8)
+    daemon = Daemon(cfg)
+    controller = daemon.runners[0].policy.controller  # type: ignore[union-attr]
+    assert controller.price_load == "anchor"
+    loads: list[Any] = []
+    decide = controller.decide
+
+    def watched(ctx: Any) -> RedisConfig:
+        loads.append(ctx.info.get("anchor_load"))
+        return decide(ctx)
+
+    controller.decide = watched
+    daemon.run()
+    recs = [r for r in read_audit(cfg.audit_path) if r.get("phase") in ("decision", "intent")]
+    assert len(recs) == 8 and not [r for r in recs if r["action"] == "policy_error"]
+    assert len(loads) == 8 and all(x is not None and x > 0 for x in loads[1:])
+
+
 def test_ppo_policy_from_path_and_from_mlflow_uri(tmp_path: Path, tiny_ppo: Path, mlflow_store) -> None:
     cfg = make_cfg(tmp_path, policy={"name": "ppo", "model": str(tiny_ppo)}, max_iterations=6)
     Daemon(cfg).run()
