@@ -66,8 +66,9 @@ RateProfileOpt = Annotated[
     str | None,
     typer.Option(
         "--rate-profile",
-        help="diurnal:PERIOD_S,AMPLITUDE: the load swings around --rate (a compressed day, e.g. diurnal:1800,0.8) "
-        "instead of staying at it; needs a trace file, not a synthetic workload.",
+        help="diurnal:PERIOD_S,AMPLITUDE (the load swings around --rate: a compressed day, e.g. diurnal:1800,0.8) or "
+        "bursts:PERIOD_S,DUTY[,LOW] (a burst over that share of each period, then a lull at LOW x the mean, default "
+        "0), instead of a steady --rate; needs a trace file, not a synthetic workload.",
     ),  # fmt: skip
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for size draws and synthetic workloads.")]

@@ -55,8 +55,8 @@ class WorkloadSpec(BaseModel):
     size_model: str | None = None
     rate: float | None = Field(None, gt=0, description="requests/s for traces without timestamps")
     rate_profile: str | None = Field(
-        None, description="diurnal:PERIOD_S,AMPLITUDE: the load swings around `rate` (cachetuner.traces.rate_profile); "
-        "None = steady"
+        None, description="diurnal:PERIOD_S,AMPLITUDE or bursts:PERIOD_S,DUTY[,LOW]: the load swings around `rate` "
+        "or comes in bursts (cachetuner.traces.rate_profile); None = steady"
     )
     seed: int = Field(0, ge=0)
     limit: int | None = Field(None, ge=1, description="read at most this many requests")

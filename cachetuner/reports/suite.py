@@ -50,7 +50,8 @@ class SuiteTrace(BaseModel):
     format: str = "auto"
     size_model: str | None = "fixed:4096"
     rate: float | None = Field(100.0, gt=0)
-    rate_profile: str | None = Field(None, description="diurnal:PERIOD_S,AMPLITUDE around `rate`; None = steady")
+    rate_profile: str | None = Field(None, description="diurnal:PERIOD_S,AMPLITUDE or bursts:PERIOD_S,DUTY[,LOW] "
+                                     "around `rate` (docs/traces.md); None = steady")
     limit: int | None = Field(None, ge=1)
     params: dict[str, Any] = Field(default_factory=dict, description="reader params (e.g. the csv format's columns)")
 

@@ -95,9 +95,10 @@ def read_trace(
         params: reader options (e.g. ``{"expand": False}`` for arc) or workload parameters
             (merged over the YAML file's ``params``).
         progress: called with (bytes read, file bytes) while reading a file.
-        rate_profile: ``diurnal:PERIOD_S,AMPLITUDE``: the re-timing's load swings around ``rate`` instead of
-            staying at it (:mod:`cachetuner.traces.rate_profile`); for traces without timestamps, or timed ones
-            re-timed with ``rate``. Not for synthetic workloads, which generate their own arrivals.
+        rate_profile: ``diurnal:PERIOD_S,AMPLITUDE`` or ``bursts:PERIOD_S,DUTY[,LOW]``: the re-timing's load
+            swings around ``rate`` or comes in bursts instead of staying at it (:mod:`cachetuner.traces.rate_profile`);
+            for traces without timestamps, or timed ones re-timed with ``rate``. Not for synthetic workloads, which
+            generate their own arrivals.
     """
     if limit is not None and limit < 1:
         raise TraceError(f"{path_or_spec}: limit must be >= 1, got {limit}")
@@ -117,7 +118,7 @@ def read_trace(
         Path(spec).suffix.lower() in WORKLOAD_FILE_SUFFIXES)
     if opts.rate_profile is not None and (spec.startswith(synthetic.PREFIX) or synthetic_file):
         raise TraceError(f"{spec}: rate profile {opts.rate_profile.spec} re-times a trace; a generated workload has its "
-                         "own arrivals (synthetic:diurnal has a daily swing)")
+                         "own arrivals (synthetic:diurnal swings)")
     if isinstance(path_or_spec, str) and spec.startswith(synthetic.PREFIX):
         if format not in ("auto", "synthetic"):  # said, not ignored: the user may think the workload was read as such
             raise TraceError(f"{spec}: --format {format} does not apply to a generated workload (leave it at auto)")

@@ -38,19 +38,44 @@ def test_arrivals_follow_the_shape_and_keep_the_mean_rate() -> None:
     assert np.abs(q.count_until(100.0, tq) - np.arange(len(tq))).max() < 1e-3 and np.all(np.diff(tq) >= 0)
 
 
+def test_bursts_put_the_requests_in_each_periods_burst_and_keep_the_mean() -> None:
+    """``bursts:P,D[,L]``: the share D of each period at (1 - L (1 - D)) / D times the mean rate, then L times it."""
+    rate, n = 20.0, 72_000  # 3,600 s at the mean rate: six periods of 600 s
+    quiet = parse_rate_profile("bursts:600,0.25")
+    t = quiet.timestamps(n, rate)
+    assert np.all(np.diff(t) >= 0) and t[0] == 0.0
+    phase = np.mod(t, 600.0)
+    assert phase.max() <= 150.0 + 1e-9  # nothing in the lulls
+    counts, _ = np.histogram(t, bins=np.arange(0.0, 3600.0 + 1, 600.0))
+    assert np.all(counts == 600 * rate)  # each period holds its mean share
+    burst_rate = np.histogram(t, bins=np.arange(0.0, 150.0 + 1, 30.0))[0] / 30.0
+    assert np.allclose(burst_rate, 4 * rate, atol=1 / 30)  # 1 / 0.25 = 4x the mean
+    some = parse_rate_profile("bursts:600,0.25,0.2")
+    assert some.spec == "bursts:600,0.25,0.2" and some.high == pytest.approx(3.4)  # (1 - 0.2 * 0.75) / 0.25
+    ts = some.timestamps(n, rate)
+    assert np.all(np.diff(ts) >= 0)
+    in_lull = (np.mod(ts, 600.0) >= 150.0).sum() / 6  # per period: 450 s at 0.2 x 20 req/s
+    assert in_lull == pytest.approx(450 * 0.2 * rate, abs=1)
+    assert np.array_equal(parse_rate_profile("bursts:600,1").timestamps(100, rate), np.arange(100) / rate)
+
+
 @pytest.mark.parametrize(("spec", "needle"), [
     ("diurnal:300", "PERIOD_S,AMPLITUDE"),
-    ("weekly:300,0.5", "expected diurnal:"),
+    ("weekly:300,0.5", "unknown rate profile kind 'weekly'; valid: diurnal, bursts"),
+    ("diurnal", "expected KIND:ARGS"),
     ("diurnal:300,1", "[0, 1)"),
     ("diurnal:300,-0.1", "[0, 1)"),
     ("diurnal:0,0.5", "period"),
-    ("diurnal:inf,0.5", "period"),
+    ("diurnal:inf,0.5", "finite"),
+    ("bursts:600", "takes PERIOD_S,DUTY[,LOW]"),
+    ("bursts:600,0", "DUTY"),
+    ("bursts:600,0.5,1", "LOW"),
     ("diurnal:x,0.5", "must be numbers"),
 ])  # fmt: skip
 def test_a_bad_profile_is_one_line_naming_it(spec: str, needle: str) -> None:
     with pytest.raises(TraceError, match=r"rate profile") as e:
         parse_rate_profile(spec)
-    assert needle in str(e.value) and "\n" not in str(e.value)
+    assert needle in str(e.value) and "\n" not in str(e.value) and spec in str(e.value)
 
 
 def test_read_trace_moves_only_the_arrival_times() -> None:
