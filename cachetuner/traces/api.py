@@ -114,8 +114,7 @@ def read_trace(
         progress=progress,
     )
     spec = str(path_or_spec)
-    synthetic_file = isinstance(path_or_spec, (str, Path)) and format in ("auto", "synthetic") and (
-        Path(spec).suffix.lower() in WORKLOAD_FILE_SUFFIXES)
+    synthetic_file = format in ("auto", "synthetic") and Path(spec).suffix.lower() in WORKLOAD_FILE_SUFFIXES
     if opts.rate_profile is not None and (spec.startswith(synthetic.PREFIX) or synthetic_file):
         raise TraceError(f"{spec}: rate profile {opts.rate_profile.spec} re-times a trace; a generated workload has its "
                          "own arrivals (synthetic:diurnal swings)")

@@ -142,12 +142,12 @@ class Bursts:
         r = m - k * self.period_s
         burst = self.high * self.duty * self.period_s
         if self.low > 0.0:
-            lull = self.duty * self.period_s + (np.maximum(r - burst, 0.0)) / self.low
+            lull = self.duty * self.period_s + np.maximum(r - burst, 0.0) / self.low
             tau = np.where(r < burst, r / self.high, lull)
         else:  # the burst holds the whole period's requests (min: rounding must not spill them into the lull)
             tau = np.minimum(r / self.high, self.duty * self.period_s)
         t = k * self.period_s + tau
-        return np.maximum.accumulate(t) if n else t
+        return np.maximum.accumulate(t)
 
 
 #: ``KIND`` of ``--rate-profile KIND:ARGS`` -> its parser (``(spec, args) -> RateProfile``).
