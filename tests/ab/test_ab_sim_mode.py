@@ -95,3 +95,43 @@ def test_an_arm_whose_controller_reads_the_request_stream_gets_it(monkeypatch: p
     res = run_ab(ab_config({"tuner": "static-default"}, {"tuner": "sampling-probe"}), max_intervals=12)
     assert res.intervals == len(seen) > 0
     assert sum(seen) > 0
+
+
+def test_cli_rate_profile_reaches_the_workload(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ab --trace FILE --rate-profile bursts:...`` re-times the arms' shared trace (before, only an A/B YAML's
+    ``workload.rate_profile`` could): both arms see the lull, so an interval with no requests is in the run."""
+    root = Path(__file__).resolve().parents[2]
+    config = root / "experiments" / "ab_lfu_vs_lru.yaml"
+    trace = root.parent / "shared" / "traces" / "cache2k" / "web12.trace"
+    monkeypatch.setattr(sys, "argv", [
+        "cachetuner", "ab", "--config", str(config), "--trace", str(trace), "--format", "raw-be-i4",
+        "--rate", "100", "--rate-profile", "bursts:200,0.5", "--limit", "20000", "--max-intervals", "8",
+        "--no-track", "--json",
+    ])  # fmt: skip
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code in (0, None)
+    doc = json.loads(capsys.readouterr().out)
+    (w,) = doc["meta"]["workload"]
+    assert (w["rate"], w["rate_profile"]) == (100.0, "bursts:200,0.5")
+    assert doc["intervals"] == 8
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    (["--rate-profile", "bursts:600,0.25"], "--rate-profile/--seed/--limit/--params need --trace"),
+    (["--trace", "bundled:web12", "--rate-profile", "bursts:600,2"], "--rate-profile: "),
+])  # fmt: skip
+def test_cli_rate_profile_mistakes_are_one_line(args: list[str], match: str) -> None:
+    from typer.testing import CliRunner
+
+    import cachetuner.cli.ab_cmds  # noqa: F401  (registers the commands)
+    from cachetuner.cli.app import app
+    from cachetuner.errors import ConfigError
+
+    config = Path(__file__).resolve().parents[2] / "experiments" / "ab_lfu_vs_lru.yaml"
+    res = CliRunner().invoke(app, ["ab", "--config", str(config), *args, "--no-track"])
+    assert isinstance(res.exception, ConfigError), (res.exception, res.output)
+    assert match in str(res.exception) and "\n" not in str(res.exception), str(res.exception)
