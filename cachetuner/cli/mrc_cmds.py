@@ -21,6 +21,9 @@ def bench_mrc_cmd(
     rate: Annotated[float, typer.Option("--rate", min=0.0001, max=1.0, help="base SHARDS sampling rate")] = 0.01,
     limit: Annotated[int, typer.Option("--limit", min=1, help="requests read per trace")] = 300_000,
     min_keys: Annotated[int, typer.Option("--min-keys", min=0, help="raise the rate to sample about this many keys")] = 500,
+    min_objects: Annotated[int | None, typer.Option(
+        "--min-objects", min=0, help="raise a miniature cache's rate until it holds about this many objects (default: "
+        "mrc.min_objects's)")] = None,
     size_model: Annotated[str, typer.Option(
         "--size-model", help="value sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | llm[:P,EMBED,MEDIAN,SIGMA] (per key, "
         "replacing a trace's own), or native (a trace's own sizes, fixed:4096 where it has none)")] = "fixed:4096",
@@ -33,7 +36,9 @@ def bench_mrc_cmd(
     from cachetuner.mrc import MRCConfig
     from cachetuner.mrc.bench import bench_mrc, choose_shared
 
-    res = bench_mrc(choose_shared(traces), cfg=MRCConfig(rate=rate, min_keys=min_keys, size_correction=size_correction), limit=limit,
+    extra = {} if min_objects is None else {"min_objects": min_objects}
+    cfg = MRCConfig(rate=rate, min_keys=min_keys, size_correction=size_correction, **extra)
+    res = bench_mrc(choose_shared(traces), cfg=cfg, limit=limit,
                     size_model=None if size_model == "native" else size_model, on_trace=lambda t: console.print(f"[dim]mrc bench: {t}[/dim]"))
     if json_out:
         emit_json(res)
@@ -49,6 +54,9 @@ def bench_mrc_cmd(
     out.print(table)
     out.print("summary: " + ", ".join(f"{p} mean {v['mean_error_pp']:.2f} pp, max {v['max_error_pp']:.2f} pp"
                                       for p, v in res["summary"].items()))
+    for p, v in res["summary"].items():
+        out.print(f"{p} signed error by size, smallest first, mean over traces (pp; a bias stays where noise averages "
+                  "out): " + " ".join(f"{x:+.1f}" for x in v["mean_signed_error_pp_by_size"]))
 
 
 

@@ -76,6 +76,7 @@ class TraceResult:
     requests: int
     keys: int
     errors_pp: dict[str, dict[str, float]]
+    signed_pp: dict[str, list[float]]  # predicted - true hit ratio (pp) per size, smallest first: a bias shows here
     gaps: dict[str, tuple[list[float], list[float]]]  # "B - A": (predicted, true) hit-ratio gap per size
     estimator_seconds: float
     full_sim_seconds: float  # one full simulation of the trace (mean over sizes and policies)
@@ -87,6 +88,7 @@ class TraceResult:
             "requests": self.requests,
             "keys": self.keys,
             "error_pp": self.errors_pp,
+            "signed_error_pp_by_size": self.signed_pp,
             "estimator_cost_vs_one_simulation": round(self.estimator_seconds / max(self.full_sim_seconds, 1e-9), 3),
             "estimator_cost_vs_full_curve": round(
                 self.estimator_seconds / max(self.full_sim_seconds * self._points, 1e-9), 4
@@ -112,6 +114,7 @@ def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: in
 
     full_params = params.model_copy(update={"model_latency": False})
     errors: dict[str, dict[str, float]] = {}
+    signed: dict[str, list[float]] = {}
     truths: dict[str, np.ndarray] = {}
     t_full, runs = 0.0, 0
     for pol in cfg.policies:
@@ -123,12 +126,14 @@ def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: in
             t_full += time.perf_counter() - t1
             runs += 1
         truths[pol] = truth
-        errs = np.abs(truth - np.asarray(curves.hit[pol], float))
+        diff = np.asarray(curves.hit[pol], float) - truth
+        signed[pol] = [round(100 * float(d), 3) for d in diff]
+        errs = np.abs(diff)
         errors[pol] = {"mean": round(100 * float(np.mean(errs)), 3), "max": round(100 * float(np.max(errs)), 3)}
     ref = cfg.policies[0]
     gaps = {f"{pol} - {ref}": ((np.asarray(curves.hit[pol], float) - np.asarray(curves.hit[ref], float)).tolist(),
                                (truths[pol] - truths[ref]).tolist()) for pol in cfg.policies[1:]}
-    res = TraceResult(trace.name, n, trace.n_keys, errors, gaps, t_est, t_full / max(runs, 1), est.sampled_share)
+    res = TraceResult(trace.name, n, trace.n_keys, errors, signed, gaps, t_est, t_full / max(runs, 1), est.sampled_share)
     res._points = len(curves.sizes) * len(cfg.policies)
     return res
 
@@ -179,7 +184,10 @@ def bench_mrc(
     for pol in cfg.policies:
         means = [t["error_pp"][pol]["mean"] for t in out]
         maxes = [t["error_pp"][pol]["max"] for t in out]
-        summary[pol] = {"mean_error_pp": round(float(np.mean(means)), 3), "max_error_pp": round(float(np.max(maxes)), 3)}
+        by_size = np.mean([t["signed_error_pp_by_size"][pol] for t in out], axis=0)
+        summary[pol] = {"mean_error_pp": round(float(np.mean(means)), 3), "max_error_pp": round(float(np.max(maxes)), 3),
+                        # the mean over traces of the signed error at each size: noise averages out, a bias stays
+                        "mean_signed_error_pp_by_size": [round(float(x), 3) for x in by_size]}
     return {
         "rate": cfg.rate,
         "min_keys": cfg.min_keys,

@@ -515,6 +515,34 @@ def test_bench_mrc_measures_the_curves_with_the_value_sizes_asked_for(web07) -> 
         assert 0.0 <= s["mean_error_pp"] <= 5.0, pol
 
 
+def test_bench_mrc_reports_the_signed_error_by_size_and_takes_min_objects(web07) -> None:
+    """The signed error per size (predicted - true) is what showed the curves' bias at small miniature caches, so
+    the bench reports it per trace and averaged over traces (noise averages out, a bias stays); ``--min-objects``
+    changes the miniature caches' floor and with it the curves."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import cachetuner.cli.mrc_cmds  # noqa: F401  (registers the command)
+    from cachetuner.cli.app import app
+
+    def run(*extra: str) -> dict:
+        res = CliRunner().invoke(app, ["bench", "mrc", "--traces", "bundled:web07", "--limit", "20000", "--json", *extra])
+        assert res.exit_code == 0, res.output[-2000:]
+        return json.loads(res.stdout)
+
+    base, more = run(), run("--min-objects", "400")
+    assert (base["min_objects"], more["min_objects"]) == (MRCConfig().min_objects, 400)
+    (t,) = base["traces"]
+    for pol, s in base["summary"].items():
+        signed = t["signed_error_pp_by_size"][pol]
+        assert len(signed) == base["n_sizes"] == len(s["mean_signed_error_pp_by_size"])
+        assert max(abs(x) for x in signed) == pytest.approx(t["error_pp"][pol]["max"], abs=2e-3)
+        assert np.mean(np.abs(signed)) == pytest.approx(t["error_pp"][pol]["mean"], abs=2e-3)
+        assert s["mean_signed_error_pp_by_size"] == pytest.approx(signed, abs=1e-3)  # one trace: its own
+    assert more["traces"][0]["signed_error_pp_by_size"] != t["signed_error_pp_by_size"]
+
+
 def test_a_sample_short_of_bytes_stands_for_a_larger_cache_unless_a_hot_key_explains_it() -> None:
     """``size_correction``: a miniature cache whose key sample carried half the bytes ``rate`` promised
     behaves like a full cache of twice the data, so its point moves there; when the byte regression's slope
