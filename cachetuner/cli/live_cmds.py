@@ -15,6 +15,7 @@ from cachetuner.cli.trace_options import (
     JsonOpt,
     LimitOpt,
     ParamsOpt,
+    RateProfileOpt,
     SeedOpt,
     SizeModelOpt,
     load_trace_from_options,
@@ -77,7 +78,9 @@ def replay_cmd(
     format: FormatOpt = "auto",
     redis: Annotated[str, typer.Option("--redis", help="redis:// or rediss:// URL (user:password@ for ACL).")] = "",
     stack_dir: Annotated[Path | None, typer.Option("--stack-dir", help="Use this stack's Redis and register /metrics with its Prometheus.")] = None,
-    rate: Annotated[float | None, typer.Option("--rate", help="Fixed pace in requests/s (also re-times the trace).")] = None,
+    rate: Annotated[float | None, typer.Option(
+        "--rate", help="Fixed pace in requests/s (also re-times the trace); with --rate-profile the profile's mean.")] = None,
+    rate_profile: RateProfileOpt = None,
     speedup: Annotated[float | None, typer.Option("--speedup", help="Replay trace timestamps X times faster.")] = None,
     duration: Annotated[float, typer.Option("--duration", help="Stop after S wall seconds.")] = 600.0,
     max_requests: Annotated[int | None, typer.Option("--max-requests", help="Stop after N requests.")] = None,
@@ -95,7 +98,7 @@ def replay_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Replay a trace into Redis as a read-through application (GET, on miss SET), pipelined."""
-    from cachetuner.live.replay import replay, replay_options
+    from cachetuner.live.replay import replay, replay_options, replay_pacing
     from cachetuner.live.resp import parse_redis_url, redact_url
     from cachetuner.live.stack import load_state
 
@@ -107,13 +110,14 @@ def replay_cmd(
     if not redis:
         raise ConfigError("--redis URL or --stack-dir DIR is required (start one with `cachetuner stack up`)")
     parse_redis_url(redis)
+    pace_rate, pace_speedup = replay_pacing(rate, speedup, rate_profile)
     opts = replay_options(
-        rate=rate, speedup=speedup, duration_s=duration, max_requests=max_requests, loop=loop, pipeline=pipeline,
+        rate=pace_rate, speedup=pace_speedup, duration_s=duration, max_requests=max_requests, loop=loop, pipeline=pipeline,
         metrics_port=None if metrics_port == -1 else metrics_port, sample_rate=sample_rate,
         miss_latency_ms=miss_latency_ms, miss_sigma=miss_sigma, seed=seed, ttl_policy=ttl_policy,
         stack_dir=str(stack_dir) if stack_dir is not None else None,
     )  # fmt: skip
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile)
     total = max_requests or (None if loop else len(tr))
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"replaying {tr.name}", total=total)

@@ -75,7 +75,7 @@ from cachetuner.ttl import KeySpace, apply_ttl_policy, keyspace_for
 
 __all__ = [
     "KEY_PREFIX", "LIST_MAX_REQUESTS", "BatchCounters", "BatchHistogram", "ReplayMetrics", "ReplayOptions",
-    "ReplayResult", "Replayer", "replay", "replay_options",
+    "ReplayResult", "Replayer", "replay", "replay_options", "replay_pacing",
 ]  # fmt: skip
 
 #: Traces up to this many requests are converted to Python lists for the hot loop.
@@ -140,6 +140,15 @@ class ReplayOptions(BaseModel):
 
 #: ReplayOptions fields whose command-line option is not ``--field-name``
 OPTION_NAMES: dict[str, str] = {"duration_s": "--duration"}
+
+
+def replay_pacing(rate: float | None, speedup: float | None, rate_profile: str | None) -> tuple[float | None, float | None]:
+    """(rate, speedup) for :class:`ReplayOptions` from ``replay``'s options. ``--rate`` alone is a fixed pace; with
+    ``--rate-profile`` it is the profile's mean, the profile has already shaped the trace's timestamps, and the
+    replay follows them (``--speedup`` times faster, default 1): a fixed pace would flatten the bursts and lulls."""
+    if rate_profile is None:
+        return rate, speedup
+    return None, speedup or 1.0
 
 
 def replay_options(renames: Mapping[str, str] | None = None, **values: Any) -> ReplayOptions:

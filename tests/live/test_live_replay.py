@@ -128,3 +128,36 @@ def test_overlap_and_exact_order_keep_read_through_outcomes(redis_only: LocalSta
         outcomes.append((res.hits, res.misses, res.fills, res.commands))
     assert len(set(outcomes)) == 1, outcomes
     assert outcomes[0][1] == len(np.unique(trace.keys))  # exactly the first request of each key misses
+
+
+def test_replay_follows_a_rate_profile(redis_only: LocalStack, cli_env: dict[str, str]) -> None:
+    """``replay --rate R --rate-profile bursts:...``: R is the profile's mean and the replay follows the re-timed
+    timestamps, so the lull between two bursts is a pause on the wire (a fixed pace at R would flatten it)."""
+    from cachetuner.live.replay import replay_pacing
+
+    assert replay_pacing(400.0, None, None) == (400.0, None)
+    assert replay_pacing(400.0, None, "bursts:2,0.5") == (None, 1.0)
+    assert replay_pacing(400.0, 2.0, "bursts:2,0.5") == (None, 2.0)
+    # 1,200 requests at a mean of 400/s in 2-s periods: 800 in the first second, a silent second, 400 in half a second
+    trace = read_trace("bundled:web07", size_model="fixed:10", limit=1_200, rate=400, rate_profile="bursts:2,0.5")
+    rate, speedup = replay_pacing(400.0, None, "bursts:2,0.5")
+    res = replay(trace, redis_only.redis_url, ReplayOptions(rate=rate, speedup=speedup, sample_rate=0.0, metrics_port=None,
+                                                            record_send_times=True))  # fmt: skip
+    assert res.requests == 1_200
+    sent = np.sort(res.send_times[~np.isnan(res.send_times)])
+    assert np.diff(sent).max() >= 0.9  # the lull: nothing is sent for about a second
+    out = subprocess.run(
+        [sys.executable, "-m", "cachetuner.cli.main", "replay", "--trace", "bundled:web07", "--redis", redis_only.redis_url,
+         "--limit", "1200", "--size-model", "fixed:10", "--rate", "400", "--rate-profile", "bursts:2,0.5",
+         "--sample-rate", "0", "--metrics-port", "-1", "--json"],
+        capture_output=True, text=True, timeout=120, env=cli_env, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["requests"] == 1_200 and d["elapsed_s"] >= 2.0  # the last request is due 2.5 s in
+    bad = subprocess.run(
+        [sys.executable, "-m", "cachetuner.cli.main", "replay", "--trace", "bundled:web07", "--redis", redis_only.redis_url,
+         "--rate", "400", "--rate-profile", "bursts:2,1.5"],
+        capture_output=True, text=True, timeout=120, env=cli_env, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "--rate-profile" in bad.stderr, bad.stderr
