@@ -6,6 +6,8 @@ so a summary wrapped in the source shows up broken mid-sentence there (``report 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,3 +58,12 @@ def test_a_usage_mistake_is_one_line_naming_the_option_and_where_the_help_is() -
     assert rc == 2 and "Commands" in out and err == []
     rc, err, out = run("trace", "--help")
     assert rc == 0 and "formats" in out and err == []
+
+
+def test_version_prints_one_line_and_exits_0() -> None:
+    from importlib.metadata import version
+
+    res = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "--version"], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == f"cachetuner {version('cachetuner')}\n"

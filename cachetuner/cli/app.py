@@ -20,6 +20,30 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from cachetuner import __version__
+
+        try:
+            v = version("cachetuner")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            v = __version__
+        typer.echo(f"cachetuner {v}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print the installed version and exit."),
+) -> None:
+    """Tune a Redis cache in front of expensive AI inference with reinforcement learning."""
+
+
 bench_app = typer.Typer(help="Benchmarks that print JSON; compare side by side in one run.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
