@@ -60,6 +60,46 @@ def bench_mrc_cmd(
 
 
 
+@bench_app.command("knobs")
+def bench_knobs_cmd(
+    traces: SharedTracesOpt = None,
+    budgets: Annotated[str, typer.Option("--budgets", help="comma-separated caps: a share of the working set (5%) or bytes (64mb)")] = "5%,20%",
+    limit: Annotated[int, typer.Option("--limit", min=1, help="requests read per trace")] = 300_000,
+    size_model: Annotated[str, typer.Option(
+        "--size-model", help="value sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | llm (per key), or native")] = "fixed:4096",
+    json_out: JsonOpt = False,
+) -> None:
+    """What maxmemory-samples, lfu-log-factor and lfu-decay-time could add under a memory budget, in hindsight."""
+    from cachetuner.errors import ConfigError
+    from cachetuner.mrc.bench import choose_shared
+    from cachetuner.mrc.bench_knobs import bench_knobs
+
+    caps = tuple(b.strip() for b in budgets.split(",") if b.strip())
+    if not caps:
+        raise ConfigError("--budgets: give at least one cap, e.g. 5%,20%")
+    res = bench_knobs(choose_shared(traces), budgets=caps, limit=limit, size_model=None if size_model == "native" else size_model,
+                      on_trace=lambda t: console.print(f"[dim]knobs bench: {t}[/dim]"))
+    if json_out:
+        emit_json(res)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"eviction knobs under a budget, whole trace in hindsight (sizes {size_model})")
+    for col in ("trace", "budget", "LRU default", "LFU default", "best setting", "hit ratio", "headroom pp"):
+        table.add_column(col, justify="left" if col in ("trace", "best setting") else "right")
+    for c in res["cells"]:
+        table.add_row(c["trace"], c["budget"], f"{c['default_lru']:.4f}", f"{c['default_lfu']:.4f}", c["best"],
+                      f"{c['best_hit_ratio']:.4f}", f"{c['headroom_pp']:+.2f}")
+    from rich.console import Console
+
+    (out if out.is_terminal and out.width >= 140 else Console(width=140)).print(table)  # piped: rich's 80 columns cut the names
+    s = res["summary"]
+    b = s["best_one_choice"]
+    out.print(f"headroom mean {s['headroom_pp']['mean']:+.2f} pp, max {s['headroom_pp']['max']:+.2f} pp; "
+              f"best single setting for every cell: {b['setting']} ({b['mean_pp']:+.2f} pp mean, worst {b['worst_pp']:+.2f} pp "
+              "against the better default of each cell)")
+
+
 def summary_line(doc: str | None) -> str:
     """A docstring's first paragraph on one line, RST double backticks as single ones (the listing's
     summary: the first *line* alone cut most of them mid-sentence)."""
