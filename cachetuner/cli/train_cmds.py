@@ -263,6 +263,9 @@ def print_evaluation(result: dict[str, Any], report: Any) -> None:
         f"reference: {ref}. A negative regret means a controller beat every hindsight reference that was run "
         f"(they only search their own grid). MLflow run {result['mlflow_run_id']}"
     )
+    over = [(t, s["regret"]) for t, s in result["tuners"].items() if s.get("regret") is not None and s["regret"] > 1.0]
+    if over:  # a percentage above 100 % is read as "more than all of it": say what it is
+        out.print("regret above 100 %: " + "; ".join(f"{t} costs {1 + r:.1f}x the reference" for t, r in over) + ".")
     if n < SHORT_EPISODE and any(not s.get("hindsight") and t != "static-default" for t, s in result["tuners"].items()):
         out.print(
             f"note: only {n} intervals. Online controllers learn the traffic during the episode, and on an episode "
