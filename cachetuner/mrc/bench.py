@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,26 @@ SHARED_TRACES: tuple[tuple[str, str], ...] = (
     ("lirs/multi2.trace", "lirs"),
     ("lirs/multi3.trace", "lirs"),
 )
+
+
+def read_shared(
+    traces: list[tuple[str, str]] | None,
+    *,
+    size_model: str | None,
+    limit: int | None,
+    rate: float | None = None,
+    on_trace: Callable[[str], None] | None = None,
+) -> Iterator[tuple[str, Trace]]:
+    """``(name, trace)`` for each of ``traces`` (default: every shared trace), read one at a time: a path relative to
+    the shared traces folder, or ``bundled:`` / ``synthetic:``. ``on_trace(name)`` before each read (progress)."""
+    from cachetuner.traces import read_trace
+
+    root = shared_traces_dir()
+    for rel, fmt in traces or list(SHARED_TRACES):
+        if on_trace is not None:
+            on_trace(rel)
+        spec = rel if rel.startswith(("bundled:", "synthetic:")) else str(root / rel)
+        yield rel, read_trace(spec, format=fmt, size_model=size_model, rate=rate, limit=limit)
 
 
 def choose_shared(traces: str | None) -> list[tuple[str, str]] | None:
@@ -163,18 +183,11 @@ def bench_mrc(
     (``fixed:4096`` for traces without sizes). Why more than one: the curves of a byte-limited cache with
     variable sizes have one more source of sampling error (a few large sampled values), and the product's
     values (embeddings, generated answers) vary."""
-    from cachetuner.traces import read_trace
-
     cfg = cfg or MRCConfig()
     params = SimParams()
-    root = shared_traces_dir()
     out: list[dict[str, Any]] = []
     gaps: dict[str, tuple[list[float], list[float]]] = {}
-    for rel, fmt in traces or list(SHARED_TRACES):
-        if on_trace is not None:
-            on_trace(rel)
-        trace = read_trace(str(root / rel) if not rel.startswith(("bundled:", "synthetic:")) else rel,
-                           format=fmt, size_model=size_model, limit=limit)
+    for rel, trace in read_shared(traces, size_model=size_model, limit=limit, on_trace=on_trace):
         r = bench_trace(trace, cfg, params)
         out.append({**r.to_json(), "trace": rel})
         for k, (p, t) in r.gaps.items():
@@ -233,4 +246,5 @@ def policy_gap_summary(predicted: np.ndarray, true: np.ndarray) -> dict[str, Any
     return out
 
 
-__all__ = ["GAP_THRESHOLDS_PP", "SHARED_TRACES", "bench_mrc", "bench_trace", "policy_gap_summary", "shared_traces_dir"]
+__all__ = ["GAP_THRESHOLDS_PP", "SHARED_TRACES", "bench_mrc", "bench_trace", "policy_gap_summary", "read_shared",
+           "shared_traces_dir"]

@@ -63,17 +63,11 @@ def bench_knobs(
 ) -> dict[str, Any]:
     """The ``bench knobs --json`` report: per (trace, budget) cell the defaults' and the best setting's hit ratio
     and the headroom in pp; a summary of the headroom, and of every setting as one choice for all cells."""
-    from cachetuner.mrc.bench import SHARED_TRACES, shared_traces_dir
-    from cachetuner.traces import read_trace
+    from cachetuner.mrc.bench import read_shared
 
     params = SimParams().model_copy(update={"model_latency": False})
-    root = shared_traces_dir()
     cells: list[dict[str, Any]] = []
-    for rel, fmt in traces or list(SHARED_TRACES):
-        if on_trace is not None:
-            on_trace(rel)
-        spec = rel if rel.startswith(("bundled:", "synthetic:")) else str(root / rel)
-        trace = read_trace(spec, format=fmt, size_model=size_model, limit=limit)
+    for rel, trace in read_shared(traces, size_model=size_model, limit=limit, on_trace=on_trace):
         for budget in budgets:
             mm = parse_size(budget, trace, params, what="--budgets")
             hr = knob_hit_ratios(trace, mm, params)

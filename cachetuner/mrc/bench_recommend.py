@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from cachetuner.config import RedisConfig
-from cachetuner.mrc.bench import SHARED_TRACES, shared_traces_dir, warm_up
+from cachetuner.mrc.bench import read_shared, warm_up
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.offline import default_bounds
 from cachetuner.mrc.recommend import gets_per_hour, recommend, replay
@@ -44,16 +44,9 @@ def bench_recommend(
 
     ``split`` (in (0, 1)): recommend from the first ``split`` of each trace and judge it on the rest (the
     static default, the grid and the replays all on the rest): an operator sizing from last week's traffic."""
-    from cachetuner.traces import read_trace
-
     params = SimParams()
-    root = shared_traces_dir()
     rows: list[dict[str, Any]] = []
-    for rel, fmt in traces or list(SHARED_TRACES):
-        if on_trace is not None:
-            on_trace(rel)
-        path = rel if rel.startswith(("bundled:", "synthetic:")) else str(root / rel)
-        trace = read_trace(path, format=fmt, size_model=size_model, rate=rate, limit=limit)
+    for rel, trace in read_shared(traces, size_model=size_model, limit=limit, rate=rate, on_trace=on_trace):
         learn, judge = trace, trace
         if split is not None:
             k = int(split * len(trace))
