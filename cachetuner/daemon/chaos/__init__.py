@@ -29,6 +29,7 @@ from cachetuner.daemon.chaos.faults import (
     FAULT_NAMES,
     FAULTS,
     Fault,
+    FaultContext,
     FaultWindow,
     WindowEvidence,
     get_fault,
@@ -49,6 +50,6 @@ from cachetuner.daemon.chaos.report import evaluate_window, run_chaos
 
 __all__ = [
     "ACL_RULES", "ACL_USER", "CHAOS_BOUNDS", "FAULTS", "FAULT_NAMES", "MIB", "ChaosReplayer", "ChaosRun", "Fault",
-    "FaultWindow", "Monitor", "Observation", "WindowEvidence", "evaluate_window", "get_fault", "register",
+    "FaultContext", "FaultWindow", "Monitor", "Observation", "WindowEvidence", "evaluate_window", "get_fault", "register",
     "run_chaos", "write_untrained_hotness_model",
 ]  # fmt: skip

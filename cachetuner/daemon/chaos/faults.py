@@ -6,8 +6,8 @@ A new fault is one class::
     class MyFault(Fault):
         name = "my_fault"
 
-        def inject(self, ctx: ChaosRun, w: FaultWindow) -> None: ...   # the fault starts
-        def recover(self, ctx: ChaosRun, w: FaultWindow) -> None: ...  # undone after ``ctx.duration`` s
+        def inject(self, ctx: FaultContext, w: FaultWindow) -> None: ...   # the fault starts
+        def recover(self, ctx: FaultContext, w: FaultWindow) -> None: ...  # undone after ``ctx.duration`` s
 
         def judge(self, w: FaultWindow, ev: WindowEvidence) -> dict[str, bool]: ...  # its own checks
 
@@ -25,7 +25,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import redis
 import yaml
@@ -34,7 +34,58 @@ from cachetuner.daemon.audit import read_audit
 from cachetuner.errors import ConfigError
 
 if TYPE_CHECKING:
-    from cachetuner.daemon.chaos.harness import ChaosRun
+    import subprocess
+
+
+class WorkloadSwitch(Protocol):
+    """The chaos run's load generator, as far as a fault may touch it."""
+
+    def switch(self, params: dict[str, Any], seed: int) -> None: ...
+
+
+class FaultContext(Protocol):
+    """What a fault may use of the run it is injected into (:class:`~.harness.ChaosRun` is the one
+    implementation): the folders and timings, the daemon process and its config, the stack's Redis and the load
+    generator. A fault sees nothing else, so a new one is written against this list."""
+
+    #: the daemon's config file; a fault may point it at another config and must restore it
+    config_path: Path
+
+    # the rest read-only (properties), so that the run's own, narrower attribute types satisfy them
+    @property
+    def workdir(self) -> Path: ...
+
+    @property
+    def interval_s(self) -> float: ...
+
+    @property
+    def duration(self) -> float: ...
+
+    @property
+    def daemon(self) -> subprocess.Popen[bytes] | None: ...
+
+    @property
+    def admin(self) -> redis.Redis | None: ...
+
+    @property
+    def replayer(self) -> WorkloadSwitch: ...
+
+    @property
+    def audit_path(self) -> Path: ...
+
+    def daemon_config(self) -> dict[str, Any]: ...
+
+    def start_daemon(self) -> None: ...
+
+    def wait_daemon_ready(self, timeout_s: float = 300.0) -> bool: ...
+
+    def stop_daemon(self, sig: int = ..., timeout_s: float = 30.0) -> int | None: ...
+
+    def send_signal(self, name: str, sig: int) -> None: ...
+
+    def restart_redis(self) -> None: ...
+
+    def acl(self, allow_config_set: bool) -> None: ...
 
 
 @dataclass
@@ -70,7 +121,7 @@ class Fault:
     #: The shortest hold that lets the fault show at all, whatever ``--duration-per-fault`` says.
     min_duration_s: ClassVar[float] = 0.0
 
-    def run(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def run(self, ctx: FaultContext, w: FaultWindow) -> None:
         """Inject, hold for ``ctx.duration`` seconds (at least :attr:`min_duration_s`), recover (also
         when the wait is interrupted)."""
         self.inject(ctx, w)
@@ -79,10 +130,10 @@ class Fault:
         finally:
             self.recover(ctx, w)
 
-    def inject(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def inject(self, ctx: FaultContext, w: FaultWindow) -> None:
         raise NotImplementedError(f"fault {self.name!r}: override inject() or run()")
 
-    def recover(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def recover(self, ctx: FaultContext, w: FaultWindow) -> None:
         """Undo :meth:`inject` (nothing to undo by default)."""
 
     def judge(self, w: FaultWindow, ev: WindowEvidence) -> dict[str, bool]:
@@ -118,7 +169,7 @@ class RedisRestart(Fault):
 
     name = "redis_restart"
 
-    def inject(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def inject(self, ctx: FaultContext, w: FaultWindow) -> None:
         ctx.restart_redis()
 
     def judge(self, w: FaultWindow, ev: WindowEvidence) -> dict[str, bool]:
@@ -130,10 +181,10 @@ class _Stopped(Fault):
 
     process: ClassVar[str]
 
-    def inject(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def inject(self, ctx: FaultContext, w: FaultWindow) -> None:
         ctx.send_signal(self.process, signal.SIGSTOP)
 
-    def recover(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def recover(self, ctx: FaultContext, w: FaultWindow) -> None:
         ctx.send_signal(self.process, signal.SIGCONT)
 
 
@@ -178,7 +229,7 @@ class TritonDown(Fault):
 
     name = "triton_down"
 
-    def run(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def run(self, ctx: FaultContext, w: FaultWindow) -> None:
         from cachetuner.live.stack import free_port
 
         model = os.environ.get("CACHETUNER_HOTNESS_MODEL") or str(write_untrained_hotness_model(ctx.workdir / "hotness"))
@@ -222,10 +273,10 @@ class ConfigRefused(Fault):
 
     name = "config_refused"
 
-    def inject(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def inject(self, ctx: FaultContext, w: FaultWindow) -> None:
         ctx.acl(False)
 
-    def recover(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def recover(self, ctx: FaultContext, w: FaultWindow) -> None:
         ctx.acl(True)
 
     def judge(self, w: FaultWindow, ev: WindowEvidence) -> dict[str, bool]:
@@ -246,7 +297,7 @@ class LatencyInjection(Fault):
 
     name = "latency_injection"
 
-    def run(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def run(self, ctx: FaultContext, w: FaultWindow) -> None:
         admin = ctx.admin
         assert admin is not None
         audit = ctx.audit_path
@@ -276,7 +327,7 @@ class WorkloadShift(Fault):
 
     name = "workload_shift"
 
-    def inject(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def inject(self, ctx: FaultContext, w: FaultWindow) -> None:
         ctx.replayer.switch({"n_keys": 150_000, "alpha": 0.7}, seed=3)
 
 
@@ -286,7 +337,7 @@ class Kill9Restart(Fault):
 
     name = "kill9_restart"
 
-    def run(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def run(self, ctx: FaultContext, w: FaultWindow) -> None:
         audit = ctx.audit_path
         deadline = time.time() + ctx.duration / 2
         n0 = len(read_audit(audit))
@@ -314,7 +365,7 @@ class Sigterm(Fault):
     name = "sigterm"
     stops_daemon = True
 
-    def run(self, ctx: ChaosRun, w: FaultWindow) -> None:
+    def run(self, ctx: FaultContext, w: FaultWindow) -> None:
         code = ctx.stop_daemon(signal.SIGTERM, timeout_s=max(30.0, 4 * ctx.interval_s))
         w.checks["exit_0"] = code == 0
         recs = read_audit(ctx.audit_path)
