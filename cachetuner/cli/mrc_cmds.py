@@ -73,10 +73,13 @@ def bench_knobs_cmd(
     from cachetuner.errors import ConfigError
     from cachetuner.mrc.bench import choose_shared
     from cachetuner.mrc.bench_knobs import bench_knobs
+    from cachetuner.sim.sizing import check_size
 
     caps = tuple(b.strip() for b in budgets.split(",") if b.strip())
     if not caps:
         raise ConfigError("--budgets: give at least one cap, e.g. 5%,20%")
+    for cap in caps:  # before any trace is read
+        check_size(cap, what="--budgets")
     res = bench_knobs(choose_shared(traces), budgets=caps, limit=limit, size_model=None if size_model == "native" else size_model,
                       on_trace=lambda t: console.print(f"[dim]knobs bench: {t}[/dim]"))
     if json_out:

@@ -59,12 +59,7 @@ def parse_size(text: str | int, trace: Trace | None = None, params: SimParams | 
     if s.endswith("%"):
         if trace is None:
             raise ConfigError(f"{what}={s!r}: a percentage needs a trace")
-        try:
-            pct = float(s[:-1])
-        except ValueError:
-            raise ConfigError(f"{what}={s!r}: expected a number before '%'") from None
-        if not 0 < pct <= 1000:
-            raise ConfigError(f"{what}={s!r}: percentage must be in (0, 1000]")
+        pct = _percentage(s, what)
         params = params or SimParams()
         return _checked_bytes(int(params.fixed_bytes + pct / 100.0 * working_set_charge(trace, params)), what, s)
     m = _SIZE.match(s)
@@ -77,6 +72,26 @@ def parse_size(text: str | int, trace: Trace | None = None, params: SimParams | 
         whole = int(n)
         raise ConfigError(f"{what}={s!r} is {float(n):.10g} bytes, not a whole number; give whole bytes, e.g. {whole} or {whole + 1}")
     return _checked_bytes(int(n), what, s)
+
+
+def check_size(text: str, *, what: str = "size") -> None:
+    """Refuse a size :func:`parse_size` would refuse, before any trace is read (a percentage is checked as a number in
+    (0, 1000]; what it comes to needs the trace)."""
+    s = str(text).strip()
+    if s.endswith("%"):
+        _percentage(s, what)
+    else:
+        parse_size(s, what=what)
+
+
+def _percentage(s: str, what: str) -> float:
+    try:
+        pct = float(s[:-1])
+    except ValueError:
+        raise ConfigError(f"{what}={s!r}: expected a number before '%'") from None
+    if not 0 < pct <= 1000:
+        raise ConfigError(f"{what}={s!r}: percentage must be in (0, 1000]")
+    return pct
 
 
 def _checked_bytes(n: int, what: str, text: str) -> int:

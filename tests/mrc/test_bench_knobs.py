@@ -54,7 +54,9 @@ def test_cli_json_and_one_line_mistakes() -> None:
     doc = json.loads(res.stdout)
     assert doc["budgets"] == ["10%"] and len(doc["cells"]) == 1
     for args, match in ((["--budgets", ","], "--budgets: give at least one cap"),
-                        (["--budgets", "lots"], "--budgets")):
-        bad = CliRunner().invoke(app, ["bench", "knobs", "--traces", "bundled:web07", "--limit", "5000", *args])
+                        (["--budgets", "5%,lots"], "--budgets='lots': expected bytes"),
+                        (["--budgets", "0%"], "--budgets='0%': percentage must be in (0, 1000]")):
+        # a trace that does not exist: the caps are refused before anything is read
+        bad = CliRunner().invoke(app, ["bench", "knobs", "--traces", "no/such.trace", "--limit", "5000", *args])
         assert isinstance(bad.exception, ConfigError), (bad.exception, bad.output)
         assert match in str(bad.exception) and "\n" not in str(bad.exception), str(bad.exception)
