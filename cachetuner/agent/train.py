@@ -12,7 +12,7 @@ import functools
 import json
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from sb3_contrib import RecurrentPPO
     from stable_baselines3 import PPO
 
-__all__ = ["CONFIG_SIDECAR", "TrainResult", "make_env", "one_thread", "train"]
+__all__ = ["CONFIG_SIDECAR", "TrainResult", "env_factory", "make_env", "one_thread", "train"]
 
 
 class PinnedResets(gym.Wrapper):
@@ -78,6 +78,16 @@ def make_env(
     if pinned:
         env = PinnedResets(env, len(env_cfg.workloads))
     return Monitor(env)
+
+
+def env_factory(
+    cfg: TrainConfig, env_cfg: EnvConfig, pinned: bool = False, hotness: HotnessSettings | None = None
+) -> Callable[[], gym.Env]:
+    """:func:`make_env` with a training config's observation settings (price features, hotness, ``ppo.price_load``),
+    as a picklable factory for a vectorised env; ``hotness`` overrides the config's (a copy with its model path
+    resolved)."""
+    return functools.partial(make_env, env_cfg, pinned, cfg.price_features, cfg.hotness if hotness is None else hotness,
+                             cfg.controllers.ppo.price_load)
 
 
 def env_label(env: gym.Env) -> str:
@@ -238,11 +248,11 @@ def train(
     vec_cls = SubprocVecEnv if cfg.vec_env == "subproc" else DummyVecEnv
     check_hotness(cfg.hotness)
     train_env = make_vec_env(
-        functools.partial(make_env, cfg.env, False, cfg.price_features, cfg.hotness, cfg.controllers.ppo.price_load), n_envs=cfg.n_envs, seed=cfg.seed,
+        env_factory(cfg, cfg.env), n_envs=cfg.n_envs, seed=cfg.seed,
         vec_env_cls=vec_cls,
     )
     eval_cfg = cfg.eval_env_config()
-    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features, cfg.hotness, cfg.controllers.ppo.price_load)])
+    eval_env = DummyVecEnv([env_factory(cfg, eval_cfg, pinned=True)])
     label = env_label(eval_env.envs[0])
     out_dir = claim_dir(cfg.output_dir, make_run_name(label, cfg.experiment, cfg.seed))  # never shared (see claim_dir)
     name = out_dir.name

@@ -4,7 +4,6 @@ machine wrote."""
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import time
@@ -163,7 +162,7 @@ def train_arm(
         CONFIG_SIDECAR,
         build_model,
         check_hotness,
-        make_env,
+        env_factory,
         one_thread,
         resolved_config,
     )
@@ -183,11 +182,11 @@ def train_arm(
         vec_cls, vec_kwargs = SubprocVecEnv, ({"start_method": start_method} if start_method else {})
     else:
         vec_cls, vec_kwargs = DummyVecEnv, {}
-    train_env = make_vec_env(functools.partial(make_env, cfg.env, False, cfg.price_features, cfg.hotness, cfg.controllers.ppo.price_load),
+    train_env = make_vec_env(env_factory(cfg, cfg.env),
                              n_envs=cfg.n_envs, seed=cfg.seed + 1000 * piece,
                              vec_env_cls=vec_cls, vec_env_kwargs=vec_kwargs)
     eval_cfg = cfg.eval_env_config()
-    eval_env = DummyVecEnv([functools.partial(make_env, eval_cfg, True, cfg.price_features, cfg.hotness, cfg.controllers.ppo.price_load)])
+    eval_env = DummyVecEnv([env_factory(cfg, eval_cfg, pinned=True)])
     t_start = time.time()
     wall0 = float(state.get("wall_s", 0.0))
     try:
@@ -285,14 +284,14 @@ def resave_numpy2_models(root: str | Path, log: Log = quiet) -> list[Path]:
         # the pickled spaces carry numpy 2 random generators: rebuild them from the run's config
         if d not in cache:
             from cachetuner.agent.config import TrainConfig
-            from cachetuner.agent.train import CONFIG_SIDECAR, make_env
+            from cachetuner.agent.train import CONFIG_SIDECAR, env_factory
             from cachetuner.hotness_model.settings import HotnessSettings
 
             cfg = TrainConfig.from_yaml(d / CONFIG_SIDECAR)
             h = cfg.hotness
             if h.enabled:
                 h = HotnessSettings(**{**h.model_dump(), "lstm_path": str(d / str(h.lstm_path))})
-            env = make_env(cfg.env, False, cfg.price_features, h, cfg.controllers.ppo.price_load)
+            env = env_factory(cfg, cfg.env, hotness=h)()
             cache[d] = {"observation_space": env.observation_space, "action_space": env.action_space}
             env.close()
         return cache[d]
