@@ -31,15 +31,15 @@ KNOB_GRID: tuple[tuple[str, int, int, int], ...] = (
     *(("allkeys-lru", s, 10, 1) for s in (3, 10, 20)),
     *(("allkeys-lfu", s, lf, dt) for s in (5, 10) for lf in (1, 10, 100) for dt in (0, 1, 10) if (s, lf, dt) != (5, 10, 1)),
 )
-#: The two settings a knob-blind controller chooses between.
-DEFAULTS: tuple[str, str] = ("allkeys-lru samples=5", "allkeys-lfu samples=5 log-factor=10 decay=1")
-
-
 def knob_label(policy: str, samples: int, log_factor: int, decay: int) -> str:
     """``allkeys-lfu samples=10 log-factor=1 decay=1``; LRU settings name only the samples."""
     if policy == "allkeys-lru":
         return f"{policy} samples={samples}"
     return f"{policy} samples={samples} log-factor={log_factor} decay={decay}"
+
+
+#: The two settings a knob-blind controller chooses between (the grid's first two).
+DEFAULTS: tuple[str, str] = (knob_label(*KNOB_GRID[0]), knob_label(*KNOB_GRID[1]))
 
 
 def knob_hit_ratios(trace: Trace, maxmemory: int, params: SimParams) -> dict[str, float]:
