@@ -423,6 +423,7 @@ class CacheTuningEnv(gym.Env):
             requests_per_interval=rate * self.cfg.interval_s if rate else None,
             key_bytes=int(round(float(np.mean(kb)))) if kb is not None and len(kb) else None,
             read_only=facts.read_only, sim_params=params, base_config=config, seed=seed,
+            knob_size=int(self.bounds[1]) if self.prices.budget_bytes is not None else None,
         )
         if self.cfg.mrc.warm_from_skipped:
             from cachetuner.env.sim_backend import SimBackend

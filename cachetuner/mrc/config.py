@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cachetuner.config import Policy
 from cachetuner.keysample import MODULUS
 from cachetuner.mrc.decide import MRCControlSettings
+from cachetuner.mrc.knobs import KnobVariant
 
 
 def _default_policies() -> list[Policy]:
@@ -88,6 +89,10 @@ class MRCConfig(BaseModel):
         "the estimator, interval by interval (MRCEstimator.watch): the curves of a controller that has watched that "
         "traffic. The simulated cache itself starts cold either way. The evaluation sets it for the controllers that "
         "declare `warm_curves` (`mrc-history`)")
+    knob_variants: list[KnobVariant] = Field(
+        default_factory=list, description="under a memory budget only: eviction-knob settings that each get one more "
+        "miniature cache, at the cap, so that the mrc controller (with controllers.mrc.knobs) can choose the knobs "
+        "with the policy (cachetuner.mrc.knobs; docs/mrc.md). Empty: the knobs stay the base config's")
     modulus: int = Field(MODULUS, ge=2)
     anchor: MRCControlSettings | None = Field(
         None, description="the decision rule behind the env's anchor (what `mrc-offset` actions and the MRC "

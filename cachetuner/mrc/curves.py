@@ -9,8 +9,13 @@ non-decreasing curve (pool-adjacent-violators), which is what a cost minimiser s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from cachetuner.config import RedisConfig
+    from cachetuner.mrc.knobs import KnobPoint
 
 
 def isotonic(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
@@ -46,6 +51,9 @@ class MissRatioCurves:
     correction counts as hits. It grows with the window's age whatever the skew, so readiness is judged
     on it; ``weight`` (what was actually simulated) stays the pooling weight of :meth:`monotone`.
     Empty: readiness falls back to ``weight``.
+
+    ``knobs``: under a memory budget, the hit ratio at ``knob_size`` (the cap) of each eviction-knob variant
+    (:mod:`cachetuner.mrc.knobs`); the policy curves themselves run ``base_config``'s knobs.
     """
 
     sizes: np.ndarray
@@ -54,6 +62,9 @@ class MissRatioCurves:
     weight: dict[str, np.ndarray] = field(default_factory=dict)
     object_bytes: float = 4096.0  # mean memory per cached object (refill-time estimates)
     evidence: dict[str, np.ndarray] = field(default_factory=dict)
+    knobs: list[KnobPoint] = field(default_factory=list)
+    knob_size: int | None = None
+    base_config: RedisConfig | None = None
 
     @property
     def policies(self) -> list[str]:
@@ -80,6 +91,9 @@ class MissRatioCurves:
             dict(self.weight),
             self.object_bytes,
             dict(self.evidence),
+            list(self.knobs),
+            self.knob_size,
+            self.base_config,
         )
 
     def hit_ratio(self, policy: str, size: float | np.ndarray, *, bytes_: bool = False) -> np.ndarray:

@@ -64,6 +64,7 @@ from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.fill import FillCap, is_full
+from cachetuner.mrc.knobs import KnobChooser
 from cachetuner.space import ConfigSpace
 
 
@@ -231,6 +232,12 @@ class MRCControlSettings(BaseModel):
     policy_patience: int = Field(
         24, ge=1, description="intervals in a row a gain of policy_sustained_gain must hold (3 x shrink_confirm)"
     )
+    knobs: bool = Field(
+        False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
+        "choose the policy and its knobs together, as arms at the cap, by the policy rule's gains (policy_min_gain "
+        "confirmed for confirm intervals, or policy_sustained_gain held for policy_patience); the size rule keeps the "
+        "policy in force (cachetuner.mrc.knobs). False: the knobs stay the base config's"
+    )
 
 
 class MRCDecider:
@@ -243,6 +250,7 @@ class MRCDecider:
         h = self.settings.fill_headroom
         horizon = self.settings.payback_intervals if self.settings.fill_amortized else 1.0
         self.fill = FillCap(h, horizon_intervals=horizon) if h is not None else None
+        self.knob_chooser = KnobChooser()
         self.reset()
 
     def reset(self, warm: bool = False, start: RedisConfig | None = None) -> None:
@@ -252,6 +260,7 @@ class MRCDecider:
         self._start = start
         if self.fill is not None:
             self.fill.reset()
+        self.knob_chooser.reset()
         self.gets: float | None = None
         self.slow_gets = 0.0
         self._n_gets = 0
@@ -309,7 +318,7 @@ class MRCDecider:
         if curves is None or not self.gets or not curves.ready(s.min_weight):
             return self._blind_shrink(prices, cur, space)
         policies = [p for p in curves.policies if p in space.policies]
-        if not s.change_policy:
+        if not s.change_policy or self._knobs_on(curves, prices):  # the knob rule owns the policy (decide_after)
             policies = [p for p in policies if p == cur.maxmemory_policy]
         if not policies:
             return cur
@@ -370,8 +379,8 @@ class MRCDecider:
         full), then the fill cap (``fill_headroom``): what the ``mrc`` controller and the env's anchor both
         call, so they read it alike. The rule itself reasons from the size it chose, not the capped one."""
         if self.fill is None:
-            return self._take_start(self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits,
-                                                full=is_full(snap)), cur, space)
+            return self._take_start(self._choose_knobs(curves, prices, self.decide(
+                curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap)), space), cur, space)
         cur = self.fill.intended(cur)  # full is judged against the size the rule chose, not the cap
         full = is_full(snap, cur.maxmemory)
         # tracked every interval, so "stops for good" holds even if the curves were first ready while filling; the
@@ -382,13 +391,29 @@ class MRCDecider:
             self._start_used = float(snap.used_memory)
         self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)
                                               and self._seen >= self.settings.confirm)
-        nxt = self._take_start(self.decide(curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full),
-                               cur, space)
+        nxt = self._take_start(self._choose_knobs(curves, prices, self.decide(
+            curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full), space), cur, space)
         if nxt == cur and full:
             nxt = self._cold_growth(snap, prices, cur, space)
         if not self._was_ready:
             nxt = self._cold_memory_bound(snap, prices, nxt, space)
         return self.fill.apply(nxt, snap, space, prices)
+
+    def _knobs_on(self, curves: MissRatioCurves | None, prices: Prices) -> bool:
+        """Whether the knob rule chooses the policy and its knobs (``knobs``, a budget, curves with knob points)."""
+        return bool(self.settings.knobs and prices.budget_bytes is not None and curves is not None and curves.knobs)
+
+    def _choose_knobs(self, curves: MissRatioCurves | None, prices: Prices, nxt: RedisConfig,
+                      space: ConfigSpace) -> RedisConfig:
+        """``nxt`` with the (policy, knobs) arm :class:`~cachetuner.mrc.knobs.KnobChooser` picks, when on."""
+        if not self._knobs_on(curves, prices):
+            return nxt
+        s = self.settings
+        policies = space.policies if s.change_policy else (nxt.maxmemory_policy,)
+        sustained = s.policy_sustained_gain if s.policy_sustained_gain is not None else s.policy_min_gain
+        return self.knob_chooser.choose(curves, nxt, tuple(policies), min_weight=s.min_weight,
+                                        min_gain=s.policy_min_gain, sustained_gain=sustained, confirm=s.confirm,
+                                        patience=s.policy_patience)
 
     def _take_start(self, nxt: RedisConfig, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """The ``start`` config of :meth:`reset` instead of ``nxt``, once (the first decision); ``nxt`` after."""

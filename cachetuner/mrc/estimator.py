@@ -42,6 +42,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.keysample import LocalIds, grown, hash_sample_mask, hash_values, threshold
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.mrc.knobs import KnobPoint, KnobVariant
 from cachetuner.mrc.window import Counts, counts_before, shifted
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
@@ -74,6 +75,7 @@ class _Mini:
     sim: object = None
     long: Counts = field(default_factory=Counts)  # the window the curves are read from
     short: Counts = field(default_factory=Counts)  # the shift test's fast window (shift_threshold)
+    variant: KnobVariant | None = None  # a knob variant's miniature cache at the cap (not part of the curves)
 
 
 class MRCEstimator:
@@ -92,6 +94,8 @@ class MRCEstimator:
         sim_params: the world model; the miniature caches use :func:`mini_params` of it.
         base_config: knobs other than size and policy (samples, LFU factors) for the miniature caches.
         seed: seeds the miniature caches' eviction sampling.
+        knob_size: a memory budget's cap: each of ``cfg.knob_variants`` gets a miniature cache there
+            (:mod:`cachetuner.mrc.knobs`); ``None`` (no budget) = none.
     """
 
     def __init__(
@@ -107,6 +111,7 @@ class MRCEstimator:
         sim_params: SimParams | None = None,
         base_config: RedisConfig | None = None,
         seed: int = 0,
+        knob_size: int | None = None,
     ) -> None:
         self.cfg = cfg
         lo, hi = int(bounds[0]), int(bounds[1])
@@ -118,6 +123,7 @@ class MRCEstimator:
         self._read_only = read_only
         self._base_config = (base_config or RedisConfig()).evolve(timeout=0)
         self._seed = int(seed)
+        self._knob_size = int(knob_size) if knob_size is not None and cfg.knob_variants else None
         self._n_keys = int(n_keys_hint) if n_keys_hint else 0
         self._obj = float(mean_object_bytes) if mean_object_bytes else 4096.0 + 100.0
         base = cfg.rate
@@ -146,7 +152,7 @@ class MRCEstimator:
     @property
     def rates(self) -> dict[int, float]:
         """Sampling rate of the miniature caches of each size."""
-        return {m.size: m.rate for m in self._minis if m.policy == self.cfg.policies[0]}
+        return {m.size: m.rate for m in self._minis if m.policy == self.cfg.policies[0] and m.variant is None}
 
     @property
     def half_life(self) -> float:
@@ -275,7 +281,7 @@ class MRCEstimator:
         weight: dict[str, np.ndarray] = {}
         evidence: dict[str, np.ndarray] = {}
         for p in self.cfg.policies:
-            ms = [m for m in self._minis if m.policy == p]
+            ms = [m for m in self._minis if m.policy == p and m.variant is None]
             hit[p] = np.array([m.long.hit_ratio for m in ms])
             byte_hit[p] = np.array([m.long.byte_hit_ratio for m in ms])
             if self.cfg.size_correction:
@@ -283,7 +289,11 @@ class MRCEstimator:
                 hit[p], byte_hit[p] = _resample(x, hit[p], self.sizes), _resample(x, byte_hit[p], self.sizes)
             weight[p] = np.array([m.long.weight for m in ms])
             evidence[p] = np.array([math.inf if m.sim is None else m.long.expected for m in ms])
-        self._curves = MissRatioCurves(self.sizes.copy(), hit, byte_hit, weight, self._obj, evidence)
+        knobs = [KnobPoint(m.variant.apply(self._base_config).evolve(maxmemory=m.size), m.long.hit_ratio,
+                           math.inf if m.sim is None else m.long.expected)
+                 for m in self._minis if m.variant is not None]
+        self._curves = MissRatioCurves(self.sizes.copy(), hit, byte_hit, weight, self._obj, evidence, knobs,
+                                       self._knob_size, self._base_config)
         return self._curves
 
     def clone(self) -> MRCEstimator:
@@ -330,7 +340,8 @@ class MRCEstimator:
         if thr is None:
             return
         live = [m for m in self._minis if m.sim is not None]
-        if shifted([(m.long, m.short) for m in live], self.cfg.shift_min_evidence, thr):
+        # the test reads the curves' own points (a knob variant's cache would weigh the cap twice); all restart
+        if shifted([(m.long, m.short) for m in live if m.variant is None], self.cfg.shift_min_evidence, thr):
             for m in live:
                 m.long = m.short.copy()
             self._g[0], self._g[2] = self._g[1], self._g[3]
@@ -381,6 +392,21 @@ class MRCEstimator:
                 n = self._capacity(m)
                 m.sim = TieredCacheSim(n_keys=n, config=cfg, params=self._mini_params, seed=self._seed * 1009 + i,
                                        key_bytes=self._key_bytes(m))
+        if self._knob_size is not None:  # after the curves' caches, so that theirs keep their seeds
+            s = self._knob_size
+            data = s - self._fixed
+            r = self._rate_for(s)
+            for v in self.cfg.knob_variants:
+                m = _Mini(policy=v.policy, size=s, rate=r, thr=threshold(r, self.cfg.modulus), variant=v,
+                          long=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd),
+                          short=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd))
+                self._minis.append(m)
+                i += 1
+                if data <= 0:
+                    continue
+                cfg = v.apply(self._base_config).evolve(maxmemory=max(1, int(round(data * r))))
+                m.sim = TieredCacheSim(n_keys=self._capacity(m), config=cfg, params=self._mini_params,
+                                       seed=self._seed * 1009 + i, key_bytes=self._key_bytes(m))
         # decayed GET count and GET bytes of every key any miniature cache samples, in the long and
         # the short window (rows: long count, short count, long bytes, short bytes): the slope's input
         self._g = np.zeros((4, max((self._capacity(m) for m in self._minis), default=1)))
