@@ -67,6 +67,8 @@ def bench_knobs_cmd(
     limit: Annotated[int, typer.Option("--limit", min=1, help="requests read per trace")] = 300_000,
     size_model: Annotated[str, typer.Option(
         "--size-model", help="value sizes: fixed:BYTES | lognormal:MEDIAN,SIGMA | llm (per key), or native")] = "fixed:4096",
+    predicted: Annotated[bool, typer.Option(
+        "--predicted", help="also what mrc's curves predict for its knob variants at the cap (the error of knob differences)")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """What maxmemory-samples, lfu-log-factor and lfu-decay-time could add under a memory budget, in hindsight."""
@@ -81,7 +83,7 @@ def bench_knobs_cmd(
     for cap in caps:  # before any trace is read
         check_size(cap, what="--budgets")
     res = bench_knobs(choose_shared(traces), budgets=caps, limit=limit, size_model=None if size_model == "native" else size_model,
-                      on_trace=lambda t: console.print(f"[dim]knobs bench: {t}[/dim]"))
+                      on_trace=lambda t: console.print(f"[dim]knobs bench: {t}[/dim]"), predicted=predicted)
     if json_out:
         emit_json(res)
         return
@@ -101,6 +103,14 @@ def bench_knobs_cmd(
     out.print(f"headroom mean {s['headroom_pp']['mean']:+.2f} pp, max {s['headroom_pp']['max']:+.2f} pp; "
               f"best single setting for every cell: {b['setting']} ({b['mean_pp']:+.2f} pp mean, worst {b['worst_pp']:+.2f} pp "
               "against the better default of each cell)")
+    if predicted:
+        p = s["predicted"]
+        out.print(f"curves at 1 % sampling: knob-gap error {p['knob_gap_error_pp']['mean']:.2f} pp mean "
+                  f"({p['knob_gap_error_pp']['max']:.2f} max), {p['knob_gaps_over_1pp_wrong_way']} of "
+                  f"{p['knob_gaps_over_1pp']} predicted gaps >= 1 pp the wrong way; the curves' pick "
+                  f"{p['pick_vs_better_default_pp']['mean']:+.2f} pp over the better default (worst "
+                  f"{p['pick_vs_better_default_pp']['worst']:+.2f}), their pick between the defaults "
+                  f"{p['defaults_pick_vs_better_default_pp']['mean']:+.2f}")
 
 
 def summary_line(doc: str | None) -> str:

@@ -60,9 +60,11 @@ def bench_knobs(
     limit: int | None = 300_000,
     size_model: str | None = "fixed:4096",
     on_trace: Callable[[str], None] | None = None,
+    predicted: bool = False,
 ) -> dict[str, Any]:
     """The ``bench knobs --json`` report: per (trace, budget) cell the defaults' and the best setting's hit ratio
-    and the headroom in pp; a summary of the headroom, and of every setting as one choice for all cells."""
+    and the headroom in pp; a summary of the headroom, and of every setting as one choice for all cells.
+    ``predicted``: also what the curves predict for ``mrc``'s knob variants (:func:`predicted_arms`)."""
     from cachetuner.mrc.bench import read_shared
 
     params = SimParams().model_copy(update={"model_latency": False})
@@ -80,8 +82,73 @@ def bench_knobs(
                 "headroom_pp": round(100 * (hr[best_name] - hr[base_name]), 3),
                 "hit_ratio": {k: round(v, 5) for k, v in hr.items()},
             })  # fmt: skip
+            if predicted:
+                cells[-1]["predicted"] = predicted_arms(trace, mm, params, hr)
+    summary = knob_summary(cells)
+    if predicted and cells:
+        summary["predicted"] = predicted_summary(cells)
     return {"budgets": list(budgets), "size_model": size_model or "native", "limit": limit,
-            "grid": [knob_label(*k) for k in KNOB_GRID], "cells": cells, "summary": knob_summary(cells)}
+            "grid": [knob_label(*k) for k in KNOB_GRID], "cells": cells, "summary": summary}
+
+
+def _arm_label(cfg: RedisConfig) -> str:
+    return knob_label(cfg.maxmemory_policy, cfg.maxmemory_samples, cfg.lfu_log_factor, cfg.lfu_decay_time)
+
+
+def predicted_arms(trace: Trace, maxmemory: int, params: SimParams, true_hr: dict[str, float]) -> dict[str, Any]:
+    """What ``mrc``'s curves say of the arms at the cap (both policies at the defaults and every one of
+    :func:`~cachetuner.mrc.knobs.default_variants`), read over the whole trace from the 1 % key sample, against the
+    full simulations of ``true_hr``: per arm predicted and true hit ratio, the arm the curves would pick and what it
+    truly hits against the better default. Why: a choice among arms is only as good as the curves' error of the
+    *differences* between arms, which this measures."""
+    from cachetuner.mrc.config import MRCConfig
+    from cachetuner.mrc.knobs import default_variants
+    from cachetuner.mrc.offline import default_bounds, whole_trace_curves
+
+    lo = min(default_bounds(trace, params)[0], max(maxmemory // 4, 1))
+    cfg = MRCConfig(knob_variants=default_variants())
+    curves, _ = whole_trace_curves(trace, cfg, params, (lo, maxmemory), knob_size=maxmemory)
+    mono = curves.monotone()
+    base = RedisConfig(maxmemory=maxmemory)
+    pred: dict[str, float] = {_arm_label(base.evolve(maxmemory_policy=p)): float(mono.hit_ratio(p, maxmemory))
+                              for p in cfg.policies}
+    pred.update({_arm_label(k.config): float(k.hit) for k in curves.knobs})
+    pick = max(pred, key=lambda a: pred[a])
+    better_default = max(DEFAULTS, key=lambda k: true_hr[k])
+    return {
+        "arms": {a: {"predicted": round(v, 5), "true": round(true_hr[a], 5)} for a, v in pred.items()},
+        "pick": pick, "pick_vs_better_default_pp": round(100 * (true_hr[pick] - true_hr[better_default]), 3),
+        "predicted_defaults_pick_vs_better_default_pp": round(
+            100 * (true_hr[max(DEFAULTS, key=lambda k: pred[k])] - true_hr[better_default]), 3),
+    }
+
+
+def predicted_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the cells: the error of the predicted difference between each variant and its policy's default (pp), how
+    often a predicted gain of 1 pp or more points the wrong way, and the true gain of the curves' pick over the
+    better default (what a static choice from the curves would buy), next to the pick between the two defaults."""
+    errs: list[float] = []
+    wrong = big = 0
+    for c in cells:
+        arms = c["predicted"]["arms"]
+        for a, v in arms.items():
+            if a in DEFAULTS:
+                continue
+            ref = DEFAULTS[0] if a.startswith("allkeys-lru") else DEFAULTS[1]
+            dp, dt = v["predicted"] - arms[ref]["predicted"], v["true"] - arms[ref]["true"]
+            errs.append(100 * abs(dp - dt))
+            if abs(dp) >= 0.01:
+                big += 1
+                wrong += int(np.sign(dp) != np.sign(dt))
+    picks = np.array([c["predicted"]["pick_vs_better_default_pp"] for c in cells])
+    plain = np.array([c["predicted"]["predicted_defaults_pick_vs_better_default_pp"] for c in cells])
+    return {
+        "knob_gap_error_pp": {"mean": round(float(np.mean(errs)), 3), "max": round(float(np.max(errs)), 3)},
+        "knob_gaps_over_1pp": big, "knob_gaps_over_1pp_wrong_way": wrong,
+        "pick_vs_better_default_pp": {"mean": round(float(picks.mean()), 3), "worst": round(float(picks.min()), 3),
+                                      "cells_below_minus_0.5pp": int((picks < -0.5).sum())},
+        "defaults_pick_vs_better_default_pp": {"mean": round(float(plain.mean()), 3), "worst": round(float(plain.min()), 3)},
+    }
 
 
 def knob_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -113,4 +180,5 @@ def knob_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-__all__ = ["DEFAULTS", "KNOB_GRID", "bench_knobs", "knob_hit_ratios", "knob_label", "knob_summary"]
+__all__ = ["DEFAULTS", "KNOB_GRID", "bench_knobs", "knob_hit_ratios", "knob_label", "knob_summary", "predicted_arms",
+           "predicted_summary"]

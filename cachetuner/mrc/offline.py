@@ -38,15 +38,18 @@ def whole_trace_curves(
     *,
     chunk: int = CHUNK,
     on_chunk: Callable[[int], None] | None = None,
+    knob_size: int | None = None,
 ) -> tuple[MissRatioCurves, MRCEstimator]:
     """Feed all of ``trace`` to a fresh estimator with a window that never forgets; the curves and the estimator.
 
-    ``on_chunk(n)`` is called with the requests fed so far (progress)."""
+    ``on_chunk(n)`` is called with the requests fed so far (progress); ``knob_size``: measure ``cfg.knob_variants``
+    at that size (a budget's cap)."""
     ws = full_size(trace, params)
     obj = (ws - params.fixed_bytes) / max(trace.n_keys, 1)
     cfg = cfg.model_copy(update={"half_life_gets": 1e15})  # whole-trace window
     est = MRCEstimator(cfg, bounds, n_keys_hint=trace.n_keys, mean_object_bytes=obj, sim_params=params,
-                       key_bytes=int(np.mean(trace.key_bytes)) if trace.n_keys else None, read_only=trace.read_only)
+                       key_bytes=int(np.mean(trace.key_bytes)) if trace.n_keys else None, read_only=trace.read_only,
+                       knob_size=knob_size)
     n = len(trace)
     for i in range(0, n, chunk):
         j = min(n, i + chunk)

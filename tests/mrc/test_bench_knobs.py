@@ -60,3 +60,25 @@ def test_cli_json_and_one_line_mistakes() -> None:
         bad = CliRunner().invoke(app, ["bench", "knobs", "--traces", "no/such.trace", "--limit", "5000", *args])
         assert isinstance(bad.exception, ConfigError), (bad.exception, bad.output)
         assert match in str(bad.exception) and "\n" not in str(bad.exception), str(bad.exception)
+
+
+def test_predicted_reads_mrcs_knob_variants_from_the_curves_and_scores_their_pick() -> None:
+    """``--predicted``: every arm at the cap (both defaults and mrc's four variants) with the curves' prediction and
+    the full simulation's hit ratio; the pick is the arm predicted best, scored by its true hit ratio."""
+    rep = bench_knobs([("bundled:web07", "auto")], budgets=("20%",), limit=20_000, predicted=True)
+    c = rep["cells"][0]
+    arms = c["predicted"]["arms"]
+    assert set(DEFAULTS) <= set(arms) and len(arms) == 6
+    for a, v in arms.items():
+        assert v["true"] == c["hit_ratio"][a]  # the same full simulation as the headroom's
+        assert 0.0 < v["predicted"] < 1.0 and abs(v["predicted"] - v["true"]) < 0.1
+    pick = c["predicted"]["pick"]
+    assert arms[pick]["predicted"] == max(v["predicted"] for v in arms.values())
+    assert c["predicted"]["pick_vs_better_default_pp"] == pytest.approx(
+        100 * (arms[pick]["true"] - max(arms[d]["true"] for d in DEFAULTS)), abs=2e-3)
+    s = rep["summary"]["predicted"]
+    assert s["knob_gap_error_pp"]["mean"] <= s["knob_gap_error_pp"]["max"]
+    assert 0 <= s["knob_gaps_over_1pp_wrong_way"] <= s["knob_gaps_over_1pp"] <= 4
+    res = CliRunner().invoke(app, ["bench", "knobs", "--traces", "bundled:web07", "--limit", "5000", "--budgets", "20%",
+                                   "--predicted"])  # fmt: skip
+    assert res.exit_code == 0 and "knob-gap error" in res.stdout, res.output[-2000:]
