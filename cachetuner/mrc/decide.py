@@ -232,6 +232,16 @@ class MRCControlSettings(BaseModel):
     policy_patience: int = Field(
         24, ge=1, description="intervals in a row a gain of policy_sustained_gain must hold (3 x shrink_confirm)"
     )
+    budget_policy_gain: float | None = Field(
+        None, ge=0, le=1, description="under a memory budget (the budget price regime): a policy switch needs this "
+        "predicted hit-ratio gain, confirmed for confirm intervals, instead of policy_min_gain. Why: there the policy "
+        "is the only lever and no size moves with it; on the budget cells measured (2026-12-05) hill-climb, which "
+        "switches on a 1 pp margin at once, was cheaper than mrc's 3 pp gate (docs/control.md). null = off"
+    )
+    budget_min_weight: float | None = Field(
+        None, ge=0, description="under a memory budget: the evidence (windowed GETs every curve point accounts for) the "
+        "rule waits for before deciding, instead of min_weight (the cold phase still ends on min_weight). null = off"
+    )
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
         "choose the policy and its knobs together, as arms at the cap, by the policy rule's gains (policy_min_gain "
@@ -315,7 +325,9 @@ class MRCDecider:
             self._track_hits(cur, g - m, full is not False, gets=g)
         if self._free_growth(prices, cur.maxmemory, space):
             return cur.evolve(maxmemory=int(space.max_bytes))
-        if curves is None or not self.gets or not curves.ready(s.min_weight):
+        budget = prices.budget_bytes is not None
+        ready = s.budget_min_weight if budget and s.budget_min_weight is not None else s.min_weight
+        if curves is None or not self.gets or not curves.ready(ready):
             return self._blind_shrink(prices, cur, space)
         policies = [p for p in curves.policies if p in space.policies]
         if not s.change_policy or self._knobs_on(curves, prices):  # the knob rule owns the policy (decide_after)
@@ -338,7 +350,8 @@ class MRCDecider:
             lasting = (s.policy_sustained_gain is not None and prices.budget_bytes is not None
                        and gain >= s.policy_sustained_gain)
             self._policy_streak = self._policy_streak + 1 if lasting else 0
-            if gain < s.policy_min_gain and self._policy_streak < s.policy_patience:
+            min_gain = s.budget_policy_gain if budget and s.budget_policy_gain is not None else s.policy_min_gain
+            if gain < min_gain and self._policy_streak < s.policy_patience:
                 best_policy = cur.maxmemory_policy
         else:
             self._policy_streak = 0
