@@ -15,7 +15,6 @@ import numpy as np
 
 if TYPE_CHECKING:
     from cachetuner.config import RedisConfig
-    from cachetuner.mrc.knobs import KnobPoint
 
 
 def isotonic(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
@@ -39,6 +38,16 @@ def isotonic(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     fitted = np.concatenate([np.full(int(c), m) for m, _, c in blocks])
     out[ok] = fitted
     return out
+
+
+@dataclass(frozen=True)
+class KnobPoint:
+    """An eviction-knob variant's windowed hit ratio at a budget's cap, and the GETs it accounts for (its evidence);
+    :mod:`cachetuner.mrc.knobs` chooses among them."""
+
+    config: RedisConfig  # the variant applied to the estimator's base config (maxmemory = the cap)
+    hit: float
+    evidence: float
 
 
 @dataclass
@@ -110,4 +119,4 @@ class MissRatioCurves:
         }
 
 
-__all__ = ["MissRatioCurves", "isotonic"]
+__all__ = ["KnobPoint", "MissRatioCurves", "isotonic"]

@@ -41,8 +41,8 @@ from cachetuner.backend import RequestSample
 from cachetuner.config import RedisConfig
 from cachetuner.keysample import LocalIds, grown, hash_sample_mask, hash_values, threshold
 from cachetuner.mrc.config import MRCConfig
-from cachetuner.mrc.curves import MissRatioCurves
-from cachetuner.mrc.knobs import KnobPoint, KnobVariant
+from cachetuner.mrc.curves import KnobPoint, MissRatioCurves
+from cachetuner.mrc.knobs import KnobVariant
 from cachetuner.mrc.window import Counts, counts_before, shifted
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace

@@ -22,15 +22,10 @@ steady state, as every point of the curves is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import Policy, RedisConfig
-
-if TYPE_CHECKING:
-    from cachetuner.mrc.curves import MissRatioCurves
+from cachetuner.mrc.curves import MissRatioCurves
 
 
 class KnobVariant(BaseModel):
@@ -69,15 +64,6 @@ ARM_FIELDS = ("maxmemory_policy", "maxmemory_samples", "lfu_log_factor", "lfu_de
 def arm_of(cfg: RedisConfig) -> tuple[object, ...]:
     """The (policy, knobs) a config runs."""
     return tuple(getattr(cfg, f) for f in ARM_FIELDS)
-
-
-@dataclass(frozen=True)
-class KnobPoint:
-    """A variant's windowed hit ratio at the cap, and the GETs it accounts for (its evidence)."""
-
-    config: RedisConfig  # the variant applied to the estimator's base config (maxmemory = the cap)
-    hit: float
-    evidence: float
 
 
 class KnobChooser:
@@ -136,4 +122,4 @@ class KnobChooser:
         return nxt
 
 
-__all__ = ["ARM_FIELDS", "KnobChooser", "KnobPoint", "KnobVariant", "arm_of", "default_variants"]
+__all__ = ["ARM_FIELDS", "KnobChooser", "KnobVariant", "arm_of", "default_variants"]

@@ -11,8 +11,9 @@ from cachetuner.config import RedisConfig
 from cachetuner.errors import ConfigError
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc import MissRatioCurves, MRCConfig, MRCEstimator, Prices
+from cachetuner.mrc.curves import KnobPoint
 from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
-from cachetuner.mrc.knobs import KnobPoint, KnobVariant, default_variants
+from cachetuner.mrc.knobs import KnobVariant, default_variants
 from cachetuner.space import ConfigSpace
 from cachetuner.traces.trace import Op
 
