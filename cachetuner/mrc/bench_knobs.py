@@ -7,7 +7,9 @@ table: for every shared trace and budget it replays the whole trace through the 
 setting of :data:`KNOB_GRID` and reports the best setting's hit ratio against the better of LRU and LFU at the
 defaults. It is a hindsight upper bound for one static choice per trace (the best of 22, picked after seeing the
 whole trace), not what an online tuner would reach; it also reports how each setting does as one choice for every
-trace, which is what a new default would have to survive.
+trace, which is what a new default would have to survive. With ``predicted`` it also measures what an online choice
+would rest on: the curves' prediction of each arm ``mrc``'s opt-in knob rule (:mod:`cachetuner.mrc.knobs`) chooses
+among, against the full simulations.
 """
 
 from __future__ import annotations
