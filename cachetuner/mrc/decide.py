@@ -245,6 +245,13 @@ class MRCControlSettings(BaseModel):
         None, ge=0, description="under a memory budget: the evidence (windowed GETs every curve point accounts for) the "
         "rule waits for before deciding, instead of min_weight (the cold phase still ends on min_weight). null = off"
     )
+    budget_switch_transient: bool = Field(
+        False, description="under a memory budget: a policy switch must also repay, within payback_intervals, the "
+        "transient it causes: Redis keeps each key's 24-bit lru field across a switch and reads it under the new policy "
+        "(after LRU -> LFU the warm keys look cold and go first), estimated as half the cache's objects times the hit "
+        "ratio in force, one miss each. A switch while the cache is still filling is cheap, a switch of a full warm "
+        "cache dear. Needs the interval's metrics (decide_after). False = off"
+    )
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
         "choose the policy and its knobs together, as arms at the cap, by the policy rule's gains (policy_min_gain "
@@ -293,6 +300,7 @@ class MRCDecider:
         self._start_used: float | None = None  # the bytes in use at the first fresh interval (cold_memory_bound's floor)
         self._was_ready = warm  # the curves have been ready since the last reset (cold_growth stops for good)
         self._cold_base: int | None = None  # the chosen size before cold growth, until the rule moves on its own
+        self._last_snap: MetricsSnapshot | None = None  # the interval decide_after was given (budget_switch_transient)
         self._miss_sum = 0.0  # misses summed over the intervals seen since the reset (regrow_guard's usual level)
         self._miss_n = 0
 
@@ -384,7 +392,8 @@ class MRCDecider:
             return cur
         if shrink and self._regrows(prices, target[1], space):
             return cur
-        if saving * s.payback_intervals <= prices.switch + self._refill_cost(curves, prices, cur, target):
+        if saving * s.payback_intervals <= (prices.switch + self._refill_cost(curves, prices, cur, target)
+                                            + self._switch_transient(prices, cur, target[0])):
             return cur
         return self._move(cur, target)
 
@@ -394,6 +403,7 @@ class MRCDecider:
         """:meth:`decide` on the interval ``snap`` describes (its GETs, misses and whether the cache was
         full), then the fill cap (``fill_headroom``): what the ``mrc`` controller and the env's anchor both
         call, so they read it alike. The rule itself reasons from the size it chose, not the capped one."""
+        self._last_snap = snap
         if self.fill is None:
             return self._take_start(self._choose_knobs(curves, prices, self.decide(
                 curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap)), space), cur, space)
@@ -565,6 +575,17 @@ class MRCDecider:
     def _near(a: tuple[str, int], b: tuple[str, int] | None) -> bool:
         """Sizes within 25 % of each other (a target drifting with the window is the same target)."""
         return b is not None and max(a[1], b[1]) <= min(a[1], b[1]) * 1.25
+
+    def _switch_transient(self, prices: Prices, cur: RedisConfig, policy: str) -> float:
+        """``budget_switch_transient``: the misses a switch of ``cur`` to ``policy`` costs while the keys it holds are
+        read under the new policy's meaning of their lru bits: half the objects in the cache, each hit at the
+        interval's hit ratio, one miss each; 0 when off, without a budget, without a policy change or metrics."""
+        snap = self._last_snap
+        if (not self.settings.budget_switch_transient or prices.budget_bytes is None or policy == cur.maxmemory_policy
+                or snap is None or snap.stale or snap.gets <= 0):
+            return 0.0
+        objects = float(snap.keys) if snap.keys else 0.0
+        return 0.5 * objects * (snap.hits / snap.gets) * prices.miss
 
     def _refill_cost(self, curves: MissRatioCurves, prices: Prices, cur: RedisConfig, target: tuple[str, int]) -> float:
         """Misses a cache grown from the smaller to the larger of the two sizes pays before it holds what
