@@ -51,8 +51,9 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
   ``policy_sustained_gain`` that has held for ``policy_patience`` intervals in a row (a lasting gap is the
   workload, not noise, and the policy is the only lever there). Two opt-ins for the budget regime, both measured on
   held-out budget cells and not adopted (docs/control.md): a quicker switch (``budget_policy_gain``,
-  ``budget_min_weight``: a lower mean and worst cell, more cells costlier than static-default) and the eviction knobs
-  chosen with the policy (``knobs``, :mod:`cachetuner.mrc.knobs`).
+  ``budget_min_weight``: a lower mean and worst cell, more cells costlier than static-default), the same with a switch
+  charged its transient (``budget_switch_transient``: one more costlier cell in 52), and the eviction knobs chosen with
+  the policy (``knobs``, :mod:`cachetuner.mrc.knobs`).
 
 Online: it uses only the past.
 """
