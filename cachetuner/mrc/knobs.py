@@ -27,6 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from cachetuner.config import Policy, RedisConfig
 from cachetuner.mrc.curves import MissRatioCurves
 
+#: The fields an arm is made of (the policy and its knobs; maxmemory and timeout are not part of it).
+ARM_FIELDS = ("maxmemory_policy", "maxmemory_samples", "lfu_log_factor", "lfu_decay_time")
+
 
 class KnobVariant(BaseModel):
     """One eviction-knob setting with a miniature cache at the budget's cap; ``None`` = the base config's value."""
@@ -41,9 +44,7 @@ class KnobVariant(BaseModel):
     def apply(self, base: RedisConfig) -> RedisConfig:
         """``base`` with this variant's policy and knobs."""
         upd: dict[str, object] = {"maxmemory_policy": self.policy}
-        for f in ("maxmemory_samples", "lfu_log_factor", "lfu_decay_time"):
-            if getattr(self, f) is not None:
-                upd[f] = getattr(self, f)
+        upd.update({f: getattr(self, f) for f in ARM_FIELDS[1:] if getattr(self, f) is not None})
         return base.evolve(**upd)
 
 
@@ -55,10 +56,6 @@ def default_variants() -> list[KnobVariant]:
         KnobVariant(policy="allkeys-lfu", lfu_log_factor=1),
         KnobVariant(policy="allkeys-lfu", lfu_log_factor=100),
     ]
-
-
-#: The fields an arm is made of (the policy and its knobs; maxmemory and timeout are not part of it).
-ARM_FIELDS = ("maxmemory_policy", "maxmemory_samples", "lfu_log_factor", "lfu_decay_time")
 
 
 def arm_of(cfg: RedisConfig) -> tuple[object, ...]:
