@@ -370,46 +370,38 @@ class MRCEstimator:
         return float(min(r, self._stream_rate))
 
     def _build(self) -> None:
-        from cachetuner.sim import TieredCacheSim
-
         self._local = LocalIds()
         self._dyn_cap = 1 << 12
         self._minis: list[_Mini] = []
-        slope = None if self._regress else 1.0
-        i = 0
         for p in self.cfg.policies:
             for s in self.sizes.tolist():
-                r = self._rate_for(int(s))
-                m = _Mini(policy=p, size=int(s), rate=r, thr=threshold(r, self.cfg.modulus),
-                          long=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd),
-                          short=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd))
-                data = int(s) - self._fixed
-                self._minis.append(m)
-                i += 1
-                if data <= 0:
-                    continue
-                cfg = self._base_config.evolve(maxmemory=max(1, int(round(data * r))), maxmemory_policy=p)
-                n = self._capacity(m)
-                m.sim = TieredCacheSim(n_keys=n, config=cfg, params=self._mini_params, seed=self._seed * 1009 + i,
-                                       key_bytes=self._key_bytes(m))
+                self._add_mini(p, int(s))
         if self._knob_size is not None:  # after the curves' caches, so that theirs keep their seeds
-            s = self._knob_size
-            data = s - self._fixed
-            r = self._rate_for(s)
             for v in self.cfg.knob_variants:
-                m = _Mini(policy=v.policy, size=s, rate=r, thr=threshold(r, self.cfg.modulus), variant=v,
-                          long=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd),
-                          short=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd))
-                self._minis.append(m)
-                i += 1
-                if data <= 0:
-                    continue
-                cfg = v.apply(self._base_config).evolve(maxmemory=max(1, int(round(data * r))))
-                m.sim = TieredCacheSim(n_keys=self._capacity(m), config=cfg, params=self._mini_params,
-                                       seed=self._seed * 1009 + i, key_bytes=self._key_bytes(m))
+                self._add_mini(v.policy, self._knob_size, v)
         # decayed GET count and GET bytes of every key any miniature cache samples, in the long and
         # the short window (rows: long count, short count, long bytes, short bytes): the slope's input
         self._g = np.zeros((4, max((self._capacity(m) for m in self._minis), default=1)))
+
+    def _add_mini(self, policy: str, size: int, variant: KnobVariant | None = None) -> None:
+        """One more miniature cache standing for a full cache of ``size`` bytes: of a curve's ``policy``, or of a
+        knob ``variant`` (its policy and knobs); none is simulated below Redis's fixed memory (it holds nothing). Its
+        seed is its position in the list, so adding caches at the end leaves the others' as they were."""
+        from cachetuner.sim import TieredCacheSim
+
+        r = self._rate_for(size)
+        slope = None if self._regress else 1.0
+        m = _Mini(policy=policy, size=size, rate=r, thr=threshold(r, self.cfg.modulus), variant=variant,
+                  long=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd),
+                  short=Counts(slope=slope, rate=r, outlier_sd=self.cfg.adjust_outlier_sd))
+        self._minis.append(m)
+        data = size - self._fixed
+        if data <= 0:
+            return
+        base = variant.apply(self._base_config) if variant is not None else self._base_config.evolve(maxmemory_policy=policy)
+        m.sim = TieredCacheSim(n_keys=self._capacity(m), config=base.evolve(maxmemory=max(1, int(round(data * r)))),
+                               params=self._mini_params, seed=self._seed * 1009 + len(self._minis),
+                               key_bytes=self._key_bytes(m))
 
     def _capacity(self, m: _Mini) -> int:
         if self._rank is not None:
