@@ -78,12 +78,14 @@ def code_fingerprint() -> str:
     import cachetuner.mrc.estimator
     import cachetuner.mrc.fill
     import cachetuner.mrc.knobs
+    import cachetuner.mrc.rule_settings
     import cachetuner.mrc.window
     import cachetuner.sim.params
 
     h = hashlib.sha256()
     for mod in (cachetuner.control.mrc, cachetuner.mrc.curves, cachetuner.mrc.decide, cachetuner.mrc.estimator,
-                cachetuner.mrc.fill, cachetuner.mrc.knobs, cachetuner.mrc.window, cachetuner.sim.params):
+                cachetuner.mrc.fill, cachetuner.mrc.knobs, cachetuner.mrc.rule_settings, cachetuner.mrc.window,
+                cachetuner.sim.params):
         h.update(Path(mod.__file__ or "").read_bytes())
     return h.hexdigest()[:16]
 

@@ -8,8 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import Policy
 from cachetuner.keysample import MODULUS
-from cachetuner.mrc.decide import MRCControlSettings
 from cachetuner.mrc.knobs import KnobVariant
+from cachetuner.mrc.rule_settings import MRCControlSettings
 
 
 def _default_policies() -> list[Policy]:

@@ -1,0 +1,201 @@
+"""Typed settings of the ``mrc`` decision rule (the ``controllers.mrc`` section, and the env's ``mrc.anchor``).
+
+Kept apart from the rule (:mod:`cachetuner.mrc.decide`, whose docstring explains each part and why): the fields
+and their measured reasons are most of the text, and config loaders need them without the rule.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class MRCControlSettings(BaseModel):
+    """The ``mrc`` controller (Macaron-style cost minimisation on miss-ratio curves)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    n_candidates: int = Field(96, ge=8, description="log-spaced candidate sizes between the bounds")
+    hysteresis: float = Field(
+        0.03, ge=0, description="switch only when the predicted saving exceeds this share of the current cost"
+    )
+    confirm: int = Field(3, ge=1, description="intervals in a row the same target must win before growing")
+    shrink_confirm: int = Field(
+        8, ge=1, description="intervals in a row a smaller target must win before shrinking (a shrink drops warm data)"
+    )
+    shrink_min_weight: float = Field(
+        1500.0, ge=0, description="windowed GETs every curve point accounts for before any shrink: a young curve has not "
+        "seen the long reuse distances yet, so it underrates a large cache (the windowed weight saturates at "
+        "mrc.half_life_gets / ln 2, 2,164 by default)"
+    )
+    payback_intervals: float = Field(
+        30.0, gt=0, description="a move must repay its switch and refill cost within this many intervals"
+    )
+    min_weight: float = Field(
+        500.0, ge=0, description="windowed GETs every curve point accounts for (its evidence) before acting: long reuse "
+        "distances show only after a while, and a young curve always favours a small cache. 500 was chosen over 1,000 "
+        "on the shipped recipe's own training and validation workloads (docs/control.md); shrinks wait longer anyway "
+        "(shrink_min_weight)"
+    )
+    gets_smoothing: float = Field(
+        0.05, gt=0, le=1, description="EWMA weight of the newest interval's GET count: size for the sustained load, not a burst"
+    )
+    gets_floor_smoothing: float | None = Field(
+        0.01, gt=0, le=1, description="EWMA weight of a slow estimate of the GETs per interval (a plain mean until "
+        "1/weight intervals); misses and refills are priced at the larger of it and the gets_smoothing estimate, so a "
+        "load that paused still counts as the load the cached data meets when it returns (CloudPhysics on its own "
+        "clock writes between two read bursts what the second reads). None: off. See docs/control.md"
+    )
+    free_growth: float = Field(
+        0.01, ge=0, le=1, description="grow straight to the largest allowed size, curves ready or not, when its extra "
+        "memory (+ switch) cost per interval is at most this share of the current misses' cost: misses do not rise "
+        "with size, so such a move can lose no more than that share, while growing step by step behind a young "
+        "curve (which underrates large caches) loses every interval it waits (list prices: memory ~1e-5 of the "
+        "miss cost); 0 = off. Not only once the cache is full: growing only then was measured (2026-12-01) to lose "
+        "the first evictions' hits (web12 at list prices +0.9 %) to save memory worth ~1e-5 of the misses"
+    )
+    free_growth_amortized: bool = Field(
+        True, description="free growth counts the switch price spread over payback_intervals, like every other move "
+        "of the rule, not whole in one interval: the price is paid once and the memory every interval. At low request "
+        "rates (10 req/s: ~50 misses an interval) 1 % of an interval's misses is less than the one miss a config change "
+        "costs, so without this free growth never fired there (2026-12-02)"
+    )
+    free_shrink: float | None = Field(
+        1.25, ge=1, description="shrink past the shrink gates (shrink_min_weight, shrink_confirm) when the memory given "
+        "back per interval is at least this multiple of what *all* the hits of the cache in force are worth (GETs - "
+        "misses, smoothed over the intervals at its size, times the miss price): even if the smaller cache hit nothing, "
+        "the move saves money, so a young curve's bias against large caches cannot make it a loss; the cost "
+        "curve still chooses the target. null = off"
+    )
+    free_shrink_blind: bool = Field(
+        True, description="free shrink also before the curves are ready: the same bound needs no curve, so a full "
+        "cache whose hits (over at least `confirm` full intervals) are worth less than the memory a shrink gives back "
+        "shrinks to the largest size that gives back enough and is at least a 1.25x step (drop as little data as the "
+        "bound allows)"
+    )
+    free_shrink_min_gets: float | None = Field(
+        1500.0, ge=0, description="free shrink (and free_shrink_blind) only once the cache in force has served at least "
+        "this many GETs at its size and policy since it was full: the bound compares the memory with every hit that "
+        "cache makes, and a cache that has barely been read has not shown that its hits are worth little. Found on "
+        "CloudPhysics with AI-inference value sizes (2026-12-03): three full intervals of writes and no reads (zero "
+        "GETs, so zero hits) passed the bound and dropped data that was read later; the gate was then 500 GETs "
+        "(min_weight). 1,500 (shrink_min_weight, the evidence a shrink's curve needs) since 2026-12-04: a cache that "
+        "hits nothing on the first pass of a loop longer than itself looks like one that holds a scan, and at 10 req/s "
+        "500 GETs are five intervals (LIRS gli: the shrink dropped the data the loop's second pass read); adopted by "
+        "the rule written in experiments/suite-audit-10.yaml before its run (docs/control.md). null = off"
+    )
+    fill_headroom: float | None = Field(
+        2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "
+        "maxmemory at the bytes in use plus this many intervals of inserts (at least 10 % of the bytes in use): a "
+        "cache that has not filled its limit hits as often as with any larger one, so the empty part is memory paid "
+        "for nothing (cachetuner.mrc.fill). Only decide_after applies it (it needs the interval's metrics). null = off"
+    )
+    fill_amortized: bool = Field(
+        True, description="the fill cap weighs the memory it holds back over payback_intervals intervals, not one, "
+        "against the two config changes it costs: a cap set once holds while the cache fills, often for many "
+        "intervals, and every other move of the rule (free growth's switch, a move's payback) is amortised over "
+        "payback_intervals. One interval was a bar memory never cleared at cheap-backend prices (441 MiB held for "
+        "an interval is worth less than a miss), so a cache filling 9 MiB of a 450 MiB limit paid for the whole "
+        "limit for the whole trace (Corda: 1-2 % costlier than static-default on five audits). Lowering the limit on "
+        "a swing of the insert rate (not the first reading, usage not falling) still needs one interval to pay. Adopted "
+        "2026-12-04 by the rule written in experiments/suite-audit-12.yaml before its run (docs/control.md). False: "
+        "the cap before (one interval everywhere)"
+    )
+    cold_growth: float | None = Field(
+        1.25, gt=1, description="until the curves are first ready (min_weight) after the controller starts, and for at "
+        "least confirm intervals (a curve one interval old holds no reuse longer than one interval), a cache that is "
+        "full at the chosen size has the chosen size raised to this factor times the bytes in use plus the fill "
+        "cap's headroom for inserts, instead of evicting; the fill cap keeps "
+        "the limit at the bytes in use plus headroom, so it holds only what was inserted. Why: before the curves "
+        "have evidence, every eviction drops data whose worth is unknown, and a young curve underrates large "
+        "caches. Only while the cache pays for itself (its hits in the interval worth at least its memory): "
+        "with a concave hit-ratio curve the next byte earns no more than the average byte, so a cache whose "
+        "hits do not cover its memory has nothing to gain from growing. Needs fill_headroom. Once the curves are ready the rule decides from the grown size, and a shrink "
+        "that keeps at least the size before the growth skips shrink_confirm (and shrink_min_weight too with "
+        "cold_return_waits off): "
+        "those bytes were never chosen on evidence, so taking them back is a return to the status quo, not a "
+        "shrink of a proven cache; after the rule's first own move the gates hold again. Only at the start: "
+        "after a shift-test restart the cache holds the old regime's data. "
+        "null = off"
+    )
+    cold_return_waits: bool = Field(
+        True, description="giving back cold growth's bytes (a shrink that keeps at least the size before the growth) "
+        "skips shrink_confirm but waits for shrink_min_weight's evidence like any other shrink: the young curve that "
+        "asks for it underrates large caches as much as for any shrink (LIRS multi1 in the first audit: the bytes went "
+        "back three intervals after the curves were first ready, just before the trace's loop repeated). Adopted "
+        "2026-12-03 by the rule written in experiments/suite-audit-2.yaml before its run (docs/control.md). False: "
+        "the rule before (the return skipped both gates)"
+    )
+    cold_free_growth: float | None = Field(
+        0.25, ge=0, le=1, description="until the curves are first ready after the controller starts (as cold_growth), "
+        "free growth grows to the largest allowed size when its extra memory (+ switch) costs at most this share of "
+        "the misses' cost (free_growth's share applies once they are ready). Why: before the curves have evidence "
+        "nothing can tell a scan from a loop longer than the window so far (LRU hits nothing on either until the "
+        "loop repeats), and a cache that evicted the first pass pays a second one; this bets at most this share "
+        "of the misses' cost per interval, only until the curves are ready, and the fill cap charges only the "
+        "bytes actually filled. Giving the bytes back then follows the shrink gates. Needs fill_headroom. "
+        "null = off"
+    )
+    regrow_guard: bool = Field(
+        True, description="no shrink to a size from which free growth would grow straight back at the run's usual "
+        "miss level (the larger of the smoothed misses and their mean since the reset): such a shrink saves memory "
+        "only while misses stay unusually low, and the move back costs a refill of what the shrink dropped (the "
+        "third audit's ARC P2 cell at cheap-backend: +11.4 % -> -0.2 %). Adopted 2026-12-04 by the rule written in "
+        "experiments/suite-audit-5.yaml before its run (docs/control.md). False: the rule before"
+    )
+    cold_memory_bound: float | None = Field(
+        2.0, ge=1, description="in the cold phase (as cold_growth), once it has seen min_weight GETs, the chosen size is at "
+        "most the smallest allowed size plus the memory worth this multiple of the mean interval's hits plus "
+        "cold_free_growth's share of its misses' cost so far (never less than the bytes in use at the first fresh "
+        "interval: a stale snapshot is not counted). Why: at the cost optimum the hits pay for the memory (else the smallest cache, which loses at most "
+        "those hits, would be cheaper), so a cache whose hits come nowhere near covering its memory is too large "
+        "whatever the curves will say once ready; a cache filled by writes that are seldom read (CloudPhysics with "
+        "its real sizes: 3 % of reads hit) otherwise fills the whole default size before they are. The multiple (2) "
+        "is for the hits a cache still filling has not made yet (written data read back later), the share for a loop "
+        "longer than the window so far, which hits nothing on its first pass (cold free growth's bet). The evidence "
+        "gate: a cache that has barely been read has not shown that it is worth nothing. The floor keeps what a live "
+        "cache held when the controller started. Needs fill_headroom. null = off"
+    )
+    change_policy: bool = Field(True, description="also choose the eviction policy (else keep the current one)")
+    policy_min_gain: float = Field(
+        0.03, ge=0, le=1, description="a policy switch needs the other policy's predicted hit ratio at the target "
+        "size to be this much higher: the curves' error of a policy *difference* is of the order of their "
+        "per-curve error (bench mrc: 0.7-0.9 pp mean, up to 7 pp at one size), and a switched cache pays a transient the curves do not model "
+        "(Redis reads the LRU clock bits of every existing key as LFU counters, and back)"
+    )
+    policy_sustained_gain: float | None = Field(
+        0.01, ge=0, le=1, description="under a memory budget (the budget price regime), a smaller predicted gain "
+        "also switches the policy once it has held at least this much for policy_patience intervals in a row: "
+        "there the size is pinned at the cap and the policy is the lever, one large gap may be a young curve's "
+        "noise but a lasting one is the workload (bench mrc: of predicted gaps >= 1 pp, 0.6 % point the wrong "
+        "way), and without it a policy chosen for one phase is kept after the phase ends. With priced memory it "
+        "lost on a held-out shifting workload (a switch combined with a shrink), so it is not used there. null = off"
+    )
+    policy_patience: int = Field(
+        24, ge=1, description="intervals in a row a gain of policy_sustained_gain must hold (3 x shrink_confirm)"
+    )
+    budget_policy_gain: float | None = Field(
+        None, ge=0, le=1, description="under a memory budget (the budget price regime): a policy switch needs this "
+        "predicted hit-ratio gain, confirmed for confirm intervals, instead of policy_min_gain. Why: there the policy "
+        "is the only lever and no size moves with it; on the budget cells measured (2026-12-05) hill-climb, which "
+        "switches on a 1 pp margin at once, was cheaper than mrc's 3 pp gate (docs/control.md). null = off"
+    )
+    budget_min_weight: float | None = Field(
+        None, ge=0, description="under a memory budget: the evidence (windowed GETs every curve point accounts for) the "
+        "rule waits for before deciding, instead of min_weight (the cold phase still ends on min_weight). null = off"
+    )
+    budget_switch_transient: bool = Field(
+        False, description="under a memory budget: a policy switch must also repay, within payback_intervals, the "
+        "transient it causes: Redis keeps each key's 24-bit lru field across a switch and reads it under the new policy "
+        "(after LRU -> LFU the warm keys look cold and go first), estimated as half the cache's objects times the hit "
+        "ratio in force, one miss each. A switch while the cache is still filling is cheap, a switch of a full warm "
+        "cache dear. Needs the interval's metrics (decide_after). False = off"
+    )
+    knobs: bool = Field(
+        False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
+        "choose the policy and its knobs together, as arms at the cap, by the policy rule's gains (policy_min_gain "
+        "confirmed for confirm intervals, or policy_sustained_gain held for policy_patience); the size rule keeps the "
+        "policy in force (cachetuner.mrc.knobs). False: the knobs stay the base config's"
+    )
+
+
+__all__ = ["MRCControlSettings"]
