@@ -359,8 +359,7 @@ class CacheTuningEnv(gym.Env):
                 sample = self.backend.recent_requests()
             live = sample.rate < 1.0
             self.mrc.update(sample, total_gets=snap.gets if live else None,
-                            total_get_bytes=snap.byte_requests if live else None,
-                            policy=self.backend.config.maxmemory_policy)
+                            total_get_bytes=snap.byte_requests if live else None)
             if anchor:
                 self._update_anchor(snap)
         return snap

@@ -93,11 +93,6 @@ class MRCConfig(BaseModel):
         default_factory=list, description="under a memory budget only: eviction-knob settings that each get one more "
         "miniature cache, at the cap, so that the mrc controller (with controllers.mrc.knobs) can choose the knobs "
         "with the policy (cachetuner.mrc.knobs; docs/mrc.md). Empty: the knobs stay the base config's")
-    switch_trial_intervals: int | None = Field(
-        None, ge=1, description="under a memory budget only: run switch trials of this many intervals, back to back (two "
-        "clones of the in-force policy's miniature cache at the cap, one switched to each other policy, fed the same "
-        "sample; cachetuner.mrc.trials), so that the mrc controller (with controllers.mrc.budget_switch_trial) can "
-        "see whether a switch repays its transient before it makes it. null: none")
     modulus: int = Field(MODULUS, ge=2)
     anchor: MRCControlSettings | None = Field(
         None, description="the decision rule behind the env's anchor (what `mrc-offset` actions and the MRC "

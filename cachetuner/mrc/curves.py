@@ -15,7 +15,6 @@ import numpy as np
 
 if TYPE_CHECKING:
     from cachetuner.config import RedisConfig
-    from cachetuner.mrc.trials import TrialResult
 
 
 def isotonic(y: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
@@ -63,9 +62,7 @@ class MissRatioCurves:
     Empty: readiness falls back to ``weight``.
 
     ``knobs``: under a memory budget, the hit ratio at ``knob_size`` (the cap) of each eviction-knob variant
-    (:mod:`cachetuner.mrc.knobs`); the policy curves themselves run ``base_config``'s knobs. ``trials``: under a
-    budget with ``mrc.switch_trial_intervals``, the switch trials in progress and the last finished ones
-    (:mod:`cachetuner.mrc.trials`).
+    (:mod:`cachetuner.mrc.knobs`); the policy curves themselves run ``base_config``'s knobs.
     """
 
     sizes: np.ndarray
@@ -77,7 +74,6 @@ class MissRatioCurves:
     knobs: list[KnobPoint] = field(default_factory=list)
     knob_size: int | None = None
     base_config: RedisConfig | None = None
-    trials: list[TrialResult] = field(default_factory=list)
 
     @property
     def policies(self) -> list[str]:
@@ -107,7 +103,6 @@ class MissRatioCurves:
             list(self.knobs),
             self.knob_size,
             self.base_config,
-            list(self.trials),
         )
 
     def hit_ratio(self, policy: str, size: float | np.ndarray, *, bytes_: bool = False) -> np.ndarray:

@@ -69,7 +69,6 @@ from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.fill import FillCap, is_full
 from cachetuner.mrc.knobs import KnobChooser
 from cachetuner.mrc.rule_settings import MRCControlSettings
-from cachetuner.mrc.trials import trial_evidence
 from cachetuner.space import ConfigSpace
 
 
@@ -176,8 +175,6 @@ class MRCDecider:
             self._policy_streak = self._policy_streak + 1 if lasting else 0
             min_gain = s.budget_policy_gain if budget and s.budget_policy_gain is not None else s.policy_min_gain
             if gain < min_gain and self._policy_streak < s.policy_patience:
-                best_policy = cur.maxmemory_policy
-            if budget and best_policy != cur.maxmemory_policy and not self._trial_ahead(curves, cur, best_policy):
                 best_policy = cur.maxmemory_policy
         else:
             self._policy_streak = 0
@@ -401,15 +398,6 @@ class MRCDecider:
             return 0.0
         objects = float(snap.keys) if snap.keys else 0.0
         return 0.5 * objects * (snap.hits / snap.gets) * prices.miss
-
-    def _trial_ahead(self, curves: MissRatioCurves, cur: RedisConfig, policy: str) -> bool:
-        """``budget_switch_trial``: whether the switch trial of ``cur``'s policy -> ``policy`` shows the switched
-        miniature cache ahead (:mod:`cachetuner.mrc.trials`); True when off."""
-        age = self.settings.budget_switch_trial
-        if age is None:
-            return True
-        ev = trial_evidence(curves.trials, cur.maxmemory_policy, policy, age)
-        return ev is not None and ev.gain > 0
 
     def _refill_cost(self, curves: MissRatioCurves, prices: Prices, cur: RedisConfig, target: tuple[str, int]) -> float:
         """Misses a cache grown from the smaller to the larger of the two sizes pays before it holds what

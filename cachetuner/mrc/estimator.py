@@ -43,7 +43,6 @@ from cachetuner.keysample import LocalIds, grown, hash_sample_mask, hash_values,
 from cachetuner.mrc.config import MRCConfig
 from cachetuner.mrc.curves import KnobPoint, MissRatioCurves
 from cachetuner.mrc.knobs import KnobVariant
-from cachetuner.mrc.trials import SwitchTrials
 from cachetuner.mrc.window import Counts, counts_before, shifted
 from cachetuner.sim.params import SimParams
 from cachetuner.traces.trace import Op, Trace
@@ -96,8 +95,7 @@ class MRCEstimator:
         base_config: knobs other than size and policy (samples, LFU factors) for the miniature caches.
         seed: seeds the miniature caches' eviction sampling.
         knob_size: a memory budget's cap: each of ``cfg.knob_variants`` gets a miniature cache there
-            (:mod:`cachetuner.mrc.knobs`), and ``cfg.switch_trial_intervals`` runs switch trials there
-            (:mod:`cachetuner.mrc.trials`); ``None`` (no budget) = neither.
+            (:mod:`cachetuner.mrc.knobs`); ``None`` (no budget) = none.
     """
 
     def __init__(
@@ -126,7 +124,6 @@ class MRCEstimator:
         self._base_config = (base_config or RedisConfig()).evolve(timeout=0)
         self._seed = int(seed)
         self._knob_size = int(knob_size) if knob_size is not None and cfg.knob_variants else None
-        self._trial_span = cfg.switch_trial_intervals if knob_size is not None else None
         self._n_keys = int(n_keys_hint) if n_keys_hint else 0
         self._obj = float(mean_object_bytes) if mean_object_bytes else 4096.0 + 100.0
         base = cfg.rate
@@ -171,13 +168,11 @@ class MRCEstimator:
         """Requests simulated per request of the stream, summed over every miniature cache (its cost)."""
         return float(sum(m.rate for m in self._minis if m.sim is not None))
 
-    def update(self, sample: RequestSample, total_gets: int | None = None, total_get_bytes: int | None = None,
-               policy: str | None = None) -> None:
+    def update(self, sample: RequestSample, total_gets: int | None = None, total_get_bytes: int | None = None) -> None:
         """Feed one interval's requests (every request, or a hash sample at ``sample.rate``).
 
         ``total_gets`` / ``total_get_bytes``: GETs (and their bytes) of the *whole* interval, needed
-        for SHARDS-adj when ``sample`` is already a sample; counted here for a full stream. ``policy``: the
-        eviction policy in force (switch trials start from its miniature cache at the cap; ``None``: they pause).
+        for SHARDS-adj when ``sample`` is already a sample; counted here for a full stream.
         """
         self._curves = None
         if sample.coarser_than(self._stream_rate):  # live: no miniature cache can sample finer than the stream
@@ -245,8 +240,6 @@ class MRCEstimator:
             m.long.add(hits, bhit, exp, expb, gets, breq, long_m)
             m.short.add(hits, bhit, exp, expb, gets, breq, short_m)
         self._restart_on_shift()
-        if self._trials is not None:
-            self._roll_trials(groups, policy)
 
     def watch(self, trace: Trace, interval_s: float, rate: float = 1.0) -> int:
         """Feed a stretch of past traffic, one ``interval_s`` of its timestamps at a time, as :meth:`update` would
@@ -300,8 +293,7 @@ class MRCEstimator:
                            math.inf if m.sim is None else m.long.expected)
                  for m in self._minis if m.variant is not None]
         self._curves = MissRatioCurves(self.sizes.copy(), hit, byte_hit, weight, self._obj, evidence, knobs,
-                                       self._knob_size, self._base_config,
-                                       self._trials.results() if self._trials is not None else [])
+                                       self._knob_size, self._base_config)
         return self._curves
 
     def clone(self) -> MRCEstimator:
@@ -318,7 +310,6 @@ class MRCEstimator:
         if self._rank is None:
             new._local = self._local.copy()
         new._g = self._g.copy()
-        new._trials = self._trials.clone() if self._trials is not None else None
         return new
 
     # -- internals ----------------------------------------------------------------------------------------
@@ -388,8 +379,6 @@ class MRCEstimator:
         if self._knob_size is not None:  # after the curves' caches, so that theirs keep their seeds
             for v in self.cfg.knob_variants:
                 self._add_mini(v.policy, self._knob_size, v)
-        # switch trials clone the cap's miniature caches: they restart with them (a rebuild changes the key capacity)
-        self._trials = SwitchTrials(self._trial_span, tuple(self.cfg.policies)) if self._trial_span else None
         # decayed GET count and GET bytes of every key any miniature cache samples, in the long and
         # the short window (rows: long count, short count, long bytes, short bytes): the slope's input
         self._g = np.zeros((4, max((self._capacity(m) for m in self._minis), default=1)))
@@ -413,17 +402,6 @@ class MRCEstimator:
         m.sim = TieredCacheSim(n_keys=self._capacity(m), config=base.evolve(maxmemory=max(1, int(round(data * r)))),
                                params=self._mini_params, seed=self._seed * 1009 + len(self._minis),
                                key_bytes=self._key_bytes(m))
-
-    def _roll_trials(self, groups: dict[int, tuple[Trace, np.ndarray | None]], policy: str | None) -> None:
-        """Feed the switch trials this interval's sample of the cap, then restart those that ran their span (or all,
-        when the policy in force changed) from the in-force policy's miniature cache at the cap."""
-        assert self._trials is not None
-        top = int(self.sizes[-1])
-        src = next((m for m in self._minis if m.policy == policy and m.size == top and m.variant is None), None)
-        if src is None or src.sim is None or src.thr not in groups:
-            return
-        self._trials.feed(groups[src.thr][0])
-        self._trials.roll(src.policy, src.sim)
 
     def _capacity(self, m: _Mini) -> int:
         if self._rank is not None:

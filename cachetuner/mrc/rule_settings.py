@@ -190,14 +190,6 @@ class MRCControlSettings(BaseModel):
         "ratio in force, one miss each. A switch while the cache is still filling is cheap, a switch of a full warm "
         "cache dear. Needs the interval's metrics (decide_after). False = off"
     )
-    budget_switch_trial: int | None = Field(
-        None, ge=1, description="under a memory budget: a policy switch also needs a switch trial (mrc."
-        "switch_trial_intervals; cachetuner.mrc.trials) that shows it ahead, the transient included: the trial in "
-        "progress once this many intervals old, else the last one finished, with the switched miniature cache at "
-        "the cap hitting more than the one that stayed. Why: every budget cell where mrc ended costlier than "
-        "static-default was a switch that did not repay, and a model of the transient (budget_switch_transient) "
-        "missed one. Without trials in the curves no switch passes. null = off"
-    )
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
         "choose the policy and its knobs together, as arms at the cap, by the policy rule's gains (policy_min_gain "
