@@ -105,7 +105,7 @@ class MRCDecider:
         self._held_hits = 0.0
         self._held_n = 0
         self._held_gets = 0.0  # GETs served by that config since it was full (free_shrink_min_gets)
-        self._seen = 0  # intervals decide_after has seen since the reset (the cold phase lasts at least confirm)
+        self._seen = 0  # intervals decide_after has seen since the reset (the cold phase, budget_quick_intervals)
         self._cold_hits = 0.0  # hits and misses summed over the cold phase's fresh intervals (cold_memory_bound)
         self._cold_misses = 0.0
         self._cold_n = 0
@@ -149,7 +149,8 @@ class MRCDecider:
         if self._free_growth(prices, cur.maxmemory, space):
             return cur.evolve(maxmemory=int(space.max_bytes))
         budget = prices.budget_bytes is not None
-        ready = s.budget_min_weight if budget and s.budget_min_weight is not None else s.min_weight
+        quick = budget and (s.budget_quick_intervals is None or self._seen <= s.budget_quick_intervals)
+        ready = s.budget_min_weight if quick and s.budget_min_weight is not None else s.min_weight
         if curves is None or not self.gets or not curves.ready(ready):
             return self._blind_shrink(prices, cur, space)
         policies = [p for p in curves.policies if p in space.policies]
@@ -173,7 +174,7 @@ class MRCDecider:
             lasting = (s.policy_sustained_gain is not None and prices.budget_bytes is not None
                        and gain >= s.policy_sustained_gain)
             self._policy_streak = self._policy_streak + 1 if lasting else 0
-            min_gain = s.budget_policy_gain if budget and s.budget_policy_gain is not None else s.policy_min_gain
+            min_gain = s.budget_policy_gain if quick and s.budget_policy_gain is not None else s.policy_min_gain
             if gain < min_gain and self._policy_streak < s.policy_patience:
                 best_policy = cur.maxmemory_policy
         else:
@@ -216,6 +217,7 @@ class MRCDecider:
         full), then the fill cap (``fill_headroom``): what the ``mrc`` controller and the env's anchor both
         call, so they read it alike. The rule itself reasons from the size it chose, not the capped one."""
         self._last_snap = snap
+        self._seen += 1
         if self.fill is None:
             return self._take_start(self._choose_knobs(curves, prices, self.decide(
                 curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap)), space), cur, space)
@@ -224,7 +226,6 @@ class MRCDecider:
         # tracked every interval, so "stops for good" holds even if the curves were first ready while filling; the
         # first `confirm` intervals stay cold whatever the weight: a curve of one interval has no reuse longer than
         # one interval, and the rule cannot move on evidence before a target has won `confirm` intervals anyway
-        self._seen += 1
         if self._start_used is None and not snap.stale:
             self._start_used = float(snap.used_memory)
         self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)

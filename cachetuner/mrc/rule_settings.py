@@ -183,6 +183,11 @@ class MRCControlSettings(BaseModel):
         None, ge=0, description="under a memory budget: the evidence (windowed GETs every curve point accounts for) the "
         "rule waits for before deciding, instead of min_weight (the cold phase still ends on min_weight). null = off"
     )
+    budget_quick_intervals: int | None = Field(
+        None, ge=0, description="under a memory budget: budget_policy_gain and budget_min_weight apply only in the "
+        "first this many intervals since the reset: a switch while the cache is young costs little transient (few "
+        "keys carry much recency or frequency yet), a switch of a warm cache keeps the 3 pp gate. null: always"
+    )
     budget_switch_transient: bool = Field(
         False, description="under a memory budget: a policy switch must also repay, within payback_intervals, the "
         "transient it causes: Redis keeps each key's 24-bit lru field across a switch and reads it under the new policy "
