@@ -49,11 +49,13 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
   the curves cannot see (measured on a suite cell: a 2.2 pp predicted LFU gain realised 0.4 pp, and
   the switch left mrc 0.4 % costlier than static-default); under a memory budget, also a gain of
   ``policy_sustained_gain`` that has held for ``policy_patience`` intervals in a row (a lasting gap is the
-  workload, not noise, and the policy is the only lever there). Two opt-ins for the budget regime, both measured on
-  held-out budget cells and not adopted (docs/control.md): a quicker switch (``budget_policy_gain``,
-  ``budget_min_weight``: a lower mean and worst cell, more cells costlier than static-default), the same with a switch
-  charged its transient (``budget_switch_transient``: one more costlier cell in 52), and the eviction knobs chosen with
-  the policy (``knobs``, :mod:`cachetuner.mrc.knobs`).
+  workload, not noise, and the policy is the only lever there); and in the first ``budget_quick_intervals`` (30)
+  intervals since the reset, a gain of ``budget_policy_gain`` (1 pp) confirmed for ``confirm`` intervals on
+  ``budget_min_weight``'s evidence: a young cache's switch costs little transient (adopted 2026-12-05 on held-out
+  budget audits; the same quicker gates applied throughout made more cells costlier than static-default). Two opt-ins
+  for the budget regime, measured on held-out budget cells and not adopted (docs/control.md): a switch charged its
+  transient (``budget_switch_transient``: one more costlier cell in 52), and the eviction knobs chosen with the policy
+  (``knobs``, :mod:`cachetuner.mrc.knobs`).
 
 Online: it uses only the past.
 """

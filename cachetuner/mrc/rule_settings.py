@@ -174,19 +174,24 @@ class MRCControlSettings(BaseModel):
         24, ge=1, description="intervals in a row a gain of policy_sustained_gain must hold (3 x shrink_confirm)"
     )
     budget_policy_gain: float | None = Field(
-        None, ge=0, le=1, description="under a memory budget (the budget price regime): a policy switch needs this "
-        "predicted hit-ratio gain, confirmed for confirm intervals, instead of policy_min_gain. Why: there the policy "
-        "is the only lever and no size moves with it; on the budget cells measured (2026-12-05) hill-climb, which "
-        "switches on a 1 pp margin at once, was cheaper than mrc's 3 pp gate (docs/control.md). null = off"
+        0.01, ge=0, le=1, description="under a memory budget (the budget price regime), in the first "
+        "budget_quick_intervals intervals: a policy switch needs this predicted hit-ratio gain, confirmed for confirm "
+        "intervals, instead of policy_min_gain. Why: there the policy is the only lever and no size moves with it, and "
+        "hill-climb, which switches on a 1 pp margin as soon as its curves exist, was the cheapest controller on the "
+        "budget audits (docs/control.md). Adopted 2026-12-05 with budget_quick_intervals by a rule written before "
+        "budget audits 6 and 7 ran. null = policy_min_gain throughout"
     )
     budget_min_weight: float | None = Field(
-        None, ge=0, description="under a memory budget: the evidence (windowed GETs every curve point accounts for) the "
-        "rule waits for before deciding, instead of min_weight (the cold phase still ends on min_weight). null = off"
+        100.0, ge=0, description="under a memory budget, in the first budget_quick_intervals intervals: the evidence "
+        "(windowed GETs every curve point accounts for) the rule waits for before deciding, instead of min_weight (the "
+        "cold phase still ends on min_weight). null = min_weight throughout"
     )
     budget_quick_intervals: int | None = Field(
-        None, ge=0, description="under a memory budget: budget_policy_gain and budget_min_weight apply only in the "
-        "first this many intervals since the reset: a switch while the cache is young costs little transient (few "
-        "keys carry much recency or frequency yet), a switch of a warm cache keeps the 3 pp gate. null: always"
+        30, ge=0, description="under a memory budget: budget_policy_gain and budget_min_weight apply only in the first "
+        "this many intervals since the reset (30: payback_intervals), then the 3 pp gate (or policy_sustained_gain "
+        "held for policy_patience) as with priced memory. Why: a young cache holds few keys with much recency or "
+        "frequency, so its switch costs little transient; the quicker gates applied throughout made more cells "
+        "costlier than static-default (switches of a warm cache that did not repay). null: always"
     )
     budget_switch_transient: bool = Field(
         False, description="under a memory budget: a policy switch must also repay, within payback_intervals, the "

@@ -78,9 +78,11 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     # and with mrc's fill cap that weighs its memory over payback_intervals (fill_amortized) since
     # experiments/suite-audit-13.yaml's rule (2026-12-04, after mrc got it by suite-audit-12.yaml's)
     # and with mrc's slow load floor (gets_floor_smoothing) since 2026-12-05, by the rule written in docs/agent.md
+    # and with the quicker budget policy switch in the first 30 intervals since 2026-12-05 (budget audits 6 and 7)
     assert run_with == art.train_env_config.mrc.anchor.model_copy(
         update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True,
-                "fill_amortized": True, "gets_floor_smoothing": 0.01})
+                "fill_amortized": True, "gets_floor_smoothing": 0.01, "budget_policy_gain": 0.01,
+                "budget_min_weight": 100.0, "budget_quick_intervals": 30})
     assert run_with == MRCControlSettings()
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5

@@ -137,20 +137,19 @@ def test_the_env_measures_the_variants_at_the_budget_cap_only(budget: bool) -> N
     assert rep.results["mrc"].summary["cost"] > 0
 
 
-@pytest.mark.parametrize(("budget", "settings", "switch_at"), [
-    (True, {"budget_policy_gain": 0.01, "budget_min_weight": 100.0}, 3),  # 1.5 pp, confirmed for 3 intervals
-    (True, {}, 24),                                                       # as mrc ships: 1 pp held for 24
-    (False, {"budget_policy_gain": 0.01, "budget_min_weight": 100.0}, None),  # priced memory: the 3 pp gate
+@pytest.mark.parametrize(("budget", "settings", "min_weight", "switch_at"), [
+    (True, {}, 500.0, 3),  # as mrc ships: 1.5 pp confirmed for 3 intervals, on 200 GETs of evidence (min_weight 500)
+    (True, {"budget_policy_gain": None, "budget_min_weight": None}, 100.0, 24),  # without it: 1 pp held for 24
+    (False, {}, 100.0, None),  # priced memory: the 3 pp gate
 ])
-def test_under_a_budget_a_quicker_policy_switch_is_a_setting(budget: bool, settings: dict, switch_at: int | None) -> None:
+def test_under_a_budget_a_quicker_policy_switch_is_the_default(budget: bool, settings: dict, min_weight: float,
+                                                               switch_at: int | None) -> None:
     """``budget_policy_gain`` replaces the 3 pp gate under a budget only; ``budget_min_weight`` lets the rule decide
-    on curves with that much evidence (here 200 GETs a point: below ``min_weight``'s 500)."""
+    on curves with that much evidence (here 200 GETs a point: below ``min_weight``'s 500). Both hold in the first
+    ``budget_quick_intervals`` intervals (``decide`` alone counts none, so here throughout)."""
     ev = {p: np.full(8, 200.0) for p in ("allkeys-lru", "allkeys-lfu")}
     curves = MissRatioCurves(SIZES, {"allkeys-lru": LRU, "allkeys-lfu": LRU + 0.015}, weight=dict(ev), evidence=ev)
     prices = BUDGET if budget else Prices(memory_per_gib_hour=1e-3, miss=1.0, switch=0.0, interval_s=10)
-    # the curves are ready for min_weight 100; with the settings under a budget min_weight is 500 and only
-    # budget_min_weight makes them ready
-    min_weight = 500.0 if budget and settings else 100.0
     dec = MRCDecider(MRCControlSettings(confirm=3, shrink_confirm=3, min_weight=min_weight, shrink_min_weight=0,
                                         hysteresis=0.0, fill_headroom=None, **settings))
     cur, switched = RedisConfig(maxmemory=CAP, maxmemory_policy="allkeys-lru"), None

@@ -336,7 +336,10 @@ def test_under_a_budget_a_smaller_policy_gain_switches_once_it_has_lasted(
 
     space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru", "allkeys-lfu"), timeouts=(0,))
     prices = Prices(memory_per_gib_hour=0.0 if budget else 1e-3, miss=1.0, switch=0.0, interval_s=10, budget_bytes=budget)
-    dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0, hysteresis=0.0))
+    # the quicker switch of a young cache (budget_policy_gain, the first budget_quick_intervals) is off: this is the
+    # rule that holds after it
+    dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0, hysteresis=0.0,
+                                        budget_policy_gain=None))
     cur = RedisConfig(maxmemory=int(sizes[-1]), maxmemory_policy="allkeys-lru")
     for _ in range(10):
         cur = dec.decide(curves(lfu_gain), prices, 1000.0, cur, space)
