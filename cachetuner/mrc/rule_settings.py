@@ -193,6 +193,10 @@ class MRCControlSettings(BaseModel):
         "frequency, so its switch costs little transient; the quicker gates applied throughout made more cells "
         "costlier than static-default (switches of a warm cache that did not repay). null: always"
     )
+    budget_quick_confirm: int | None = Field(
+        None, ge=1, description="under a memory budget, in the first budget_quick_intervals intervals: a policy-only "
+        "switch needs its target to win this many intervals in a row instead of confirm. null = confirm"
+    )
     budget_switch_transient: bool = Field(
         False, description="under a memory budget: a policy switch must also repay, within payback_intervals, the "
         "transient it causes: Redis keeps each key's 24-bit lru field across a switch and reads it under the new policy "

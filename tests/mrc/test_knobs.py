@@ -178,16 +178,20 @@ def test_a_budget_switch_must_repay_its_transient_which_grows_with_what_the_cach
     assert (cur.maxmemory_policy == "allkeys-lfu") is switches
 
 
-@pytest.mark.parametrize(("window", "switch_at"), [(None, 3), (10, 3), (2, None)])
-def test_the_quicker_budget_switch_can_be_kept_to_the_first_intervals(window: int | None, switch_at: int | None) -> None:
+@pytest.mark.parametrize(("window", "quick_confirm", "switch_at"),
+                         [(None, None, 3), (10, None, 3), (2, None, None), (10, 1, 1), (0, 1, None)])
+def test_the_quicker_budget_switch_can_be_kept_to_the_first_intervals(window: int | None, quick_confirm: int | None,
+                                                                      switch_at: int | None) -> None:
     """``budget_quick_intervals``: the quicker switch's gates (1 pp, 100 GETs of evidence) hold only in the first that
     many intervals since the reset; a 1.5 pp gain confirmed for 3 intervals switches inside a window of 10, and after
-    a window of 2 the 3 pp gate is back (and the lasting-gain rule is off here), so it never does."""
+    a window of 2 the 3 pp gate is back (and the lasting-gain rule is off here), so it never does.
+    ``budget_quick_confirm`` 1: inside the window the first interval that shows the gain switches."""
     ev = {p: np.full(8, 5000.0) for p in ("allkeys-lru", "allkeys-lfu")}
     curves = MissRatioCurves(SIZES, {"allkeys-lru": LRU, "allkeys-lfu": LRU + 0.015}, weight=dict(ev), evidence=ev)
     dec = MRCDecider(MRCControlSettings(confirm=3, shrink_confirm=3, min_weight=0, shrink_min_weight=0, hysteresis=0.0,
                                         fill_headroom=None, policy_sustained_gain=None, budget_policy_gain=0.01,
-                                        budget_min_weight=100.0, budget_quick_intervals=window))
+                                        budget_min_weight=100.0, budget_quick_intervals=window,
+                                        budget_quick_confirm=quick_confirm))
     cur, switched = RedisConfig(maxmemory=CAP, maxmemory_policy="allkeys-lru"), None
     for i in range(1, 30):
         snap = MetricsSnapshot(interval_s=10, gets=1000, hits=400, keys=200, maxmemory=CAP, used_memory=CAP,
