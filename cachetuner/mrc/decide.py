@@ -52,10 +52,11 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
   workload, not noise, and the policy is the only lever there); and in the first ``budget_quick_intervals`` (30)
   intervals since the reset, a gain of ``budget_policy_gain`` (1 pp) confirmed for ``confirm`` intervals on
   ``budget_min_weight``'s evidence: a young cache's switch costs little transient (adopted 2026-12-05 on held-out
-  budget audits; the same quicker gates applied throughout made more cells costlier than static-default). Two opt-ins
-  for the budget regime, measured on held-out budget cells and not adopted (docs/control.md): a switch charged its
-  transient (``budget_switch_transient``: one more costlier cell in 52), and the eviction knobs chosen with the policy
-  (``knobs``, :mod:`cachetuner.mrc.knobs`).
+  budget audits; the same quicker gates applied throughout made more cells costlier than static-default). Three
+  opt-ins for the budget regime, measured on held-out budget cells and not adopted (docs/control.md): a switch charged
+  its transient (``budget_switch_transient``: one more costlier cell in 52), the young cache's switch on its first
+  interval (``budget_quick_confirm``: a higher mean), and the eviction knobs chosen with the policy (``knobs``,
+  :mod:`cachetuner.mrc.knobs`).
 
 Online: it uses only the past.
 """
