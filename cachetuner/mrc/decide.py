@@ -174,8 +174,7 @@ class MRCDecider:
         if best_policy != cur.maxmemory_policy and cur.maxmemory_policy in curves.hit:
             mono = curves.monotone()
             gain = float(mono.hit_ratio(best_policy, cc.best_size)) - float(mono.hit_ratio(cur.maxmemory_policy, cc.best_size))
-            lasting = (s.policy_sustained_gain is not None and prices.budget_bytes is not None
-                       and gain >= s.policy_sustained_gain)
+            lasting = s.policy_sustained_gain is not None and budget and gain >= s.policy_sustained_gain
             self._policy_streak = self._policy_streak + 1 if lasting else 0
             min_gain = s.budget_policy_gain if quick and s.budget_policy_gain is not None else s.policy_min_gain
             if gain < min_gain and self._policy_streak < s.policy_patience:
