@@ -530,7 +530,8 @@ def test_bench_mrc_reports_the_signed_error_by_size_and_takes_min_objects(web07)
     from cachetuner.cli.app import app
 
     def run(*extra: str) -> dict:
-        res = CliRunner().invoke(app, ["bench", "mrc", "--traces", "bundled:web07", "--limit", "20000", "--json", *extra])
+        res = CliRunner().invoke(app, ["bench", "mrc", "--traces", "bundled:web07", "--limit", "20000", "--draws", "1",
+                                       "--json", *extra])
         assert res.exit_code == 0, res.output[-2000:]
         return json.loads(res.stdout)
 
@@ -544,6 +545,49 @@ def test_bench_mrc_reports_the_signed_error_by_size_and_takes_min_objects(web07)
         assert np.mean(np.abs(signed)) == pytest.approx(t["error_pp"][pol]["mean"], abs=2e-3)
         assert s["mean_signed_error_pp_by_size"] == pytest.approx(signed, abs=1e-3)  # one trace: its own
     assert more["traces"][0]["signed_error_pp_by_size"] != t["signed_error_pp_by_size"]
+
+
+def test_a_relabelled_trace_is_the_same_traffic_under_another_key_sample(web07) -> None:
+    """``relabelled``: a seeded permutation of the key ids keeps every request, its order, size and key-name
+    length, so a full simulation of exact LRU measures the same hit ratio; only which keys the fixed hash
+    samples changes. Draw 0 is the trace itself."""
+    from cachetuner.mrc.bench import relabelled
+
+    tr = web07
+    assert relabelled(tr, 0) is tr
+    other = relabelled(tr, 1)
+    assert len(other) == len(tr) and other.n_keys == tr.n_keys
+    np.testing.assert_array_equal(other.sizes, tr.sizes)
+    np.testing.assert_array_equal(np.sort(np.bincount(other.keys)), np.sort(np.bincount(tr.keys)))
+    np.testing.assert_array_equal(other.key_bytes[other.keys], tr.key_bytes[tr.keys])
+    cfg = RedisConfig(maxmemory=8 << 20, maxmemory_policy="exact-lru")
+    p = SimParams()
+    hr = [TieredCacheSim.for_trace(t, cfg, p).run_counts(t, 0, len(t)).hit_ratio for t in (tr, other)]
+    assert hr[0] == pytest.approx(hr[1], abs=1e-12)
+    kept = [set(np.unique(t.keys[hash_sample_mask(t.keys, 0.05)]).tolist()) for t in (tr, other)]
+    perm_back = {int(n): int(o) for o, n in zip(tr.keys, other.keys, strict=True)}
+    assert {perm_back[k] for k in kept[1]} != kept[0]  # another sample of the same keys
+
+
+def test_bench_mrc_averages_its_error_over_draws_of_the_key_sample(web07) -> None:
+    """``bench mrc --draws``: one run measures one key sample, whose luck every size shares; with several draws
+    the error is the mean over them, the first draw is the single run's, and each draw's mean is reported."""
+    from cachetuner.mrc.bench import bench_mrc
+
+    cfg = MRCConfig(n_sizes=6)
+    one = bench_mrc([("bundled:web07", "auto")], cfg=cfg, limit=20_000)
+    three = bench_mrc([("bundled:web07", "auto")], cfg=cfg, limit=20_000, draws=3)
+    assert (one["draws"], three["draws"]) == (1, 3)
+    (t1,), (t3,) = one["traces"], three["traces"]
+    for pol, s in three["summary"].items():
+        per = t3["error_pp_by_draw"][pol]
+        assert len(per) == 3 == len(s["mean_error_pp_by_draw"])
+        assert per[0] == pytest.approx(t1["error_pp"][pol]["mean"], abs=2e-3)  # draw 0 = the shipped hash
+        assert t3["error_pp"][pol]["mean"] == pytest.approx(np.mean(per), abs=2e-3)
+        assert t3["error_pp"][pol]["max"] >= t1["error_pp"][pol]["max"] - 1e-9
+        assert len(set(per)) > 1 and s["draw_sd_pp"] > 0  # the draws sample other keys
+    gap = next(iter(three["policy_gap"].values()))
+    assert gap["points"] == 3 * next(iter(one["policy_gap"].values()))["points"]
 
 
 def test_a_sample_short_of_bytes_stands_for_a_larger_cache_unless_a_hot_key_explains_it() -> None:
