@@ -59,6 +59,10 @@ class WorkloadSpec(BaseModel):
         "or comes in bursts (cachetuner.traces.rate_profile); None = steady"
     )
     seed: int = Field(0, ge=0)
+    key_draw: int = Field(
+        0, ge=0, description="relabel the key ids with a permutation seeded by this (Trace.relabelled; 0 = as read): "
+        "the same traffic under another draw of the key sample the curves and what-if features read"
+    )
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
     skip: int = Field(
         0, ge=0, description="then drop this many requests from the start: the episode replays the rest (a suite's "

@@ -75,6 +75,8 @@ def load_workload(spec: WorkloadSpec) -> Trace:
         trace = read_trace(spec.trace, spec.format, **kwargs)
     if spec.ttl is not None and not spec.skip:  # a skipped view has its whole trace's TTLs already
         trace = apply_ttl_policy(trace, spec.ttl)
+    if spec.key_draw and not spec.skip:  # after the TTL policy, which groups keys by id; a view's whole is relabelled
+        trace = trace.relabelled(spec.key_draw)
     if len(trace) == 0:
         raise ConfigError(f"env.workloads: {spec.trace} has no requests")
     _TRACE_CACHE[key] = trace

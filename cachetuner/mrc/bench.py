@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -133,19 +133,6 @@ class TraceResult:
     _points: int = 1
 
 
-def relabelled(trace: Trace, draw: int) -> Trace:
-    """The same traffic under another draw of the key sample; draw 0 is the trace as read.
-
-    The sampling hash is fixed (``splitmix64`` of the key id, the same on the live path), so which keys a sample
-    holds depends on the ids alone. A seeded permutation of the ids is a fresh draw of the sample with nothing else
-    changed: the requests, their order and sizes, and what a full simulation of them measures."""
-    if draw == 0:
-        return trace
-    perm = np.random.default_rng(draw).permutation(trace.n_keys).astype(trace.keys.dtype)
-    inv = np.argsort(perm)  # key_bytes is indexed by id: the new id perm[k] keeps key k's name length
-    return replace(trace, keys=perm[trace.keys], key_bytes=trace.key_bytes[inv])
-
-
 def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: int = 20_000, draws: int = 1) -> TraceResult:
     """The curves of ``draws`` draws of the key sample against one full simulation per (policy, size)."""
     warm_up(trace, cfg, params)
@@ -154,7 +141,7 @@ def bench_trace(trace: Trace, cfg: MRCConfig, params: SimParams, *, interval: in
     runs: list[tuple[Any, float, float]] = []  # (curves, seconds, sampled share) per draw
     for d in range(draws):
         t0 = time.perf_counter()
-        curves, est = whole_trace_curves(relabelled(trace, d), cfg, params, bounds, chunk=interval)
+        curves, est = whole_trace_curves(trace.relabelled(d), cfg, params, bounds, chunk=interval)
         runs.append((curves, time.perf_counter() - t0, est.sampled_share))
     from cachetuner.sim import TieredCacheSim
 
@@ -215,7 +202,7 @@ def bench_mrc(
     ``size_model`` replaces every trace's value sizes (drawn once per key, seed 0); None keeps a trace's own
     (``fixed:4096`` for traces without sizes). Why more than one: the curves of a byte-limited cache with
     variable sizes have one more source of sampling error (a few large sampled values), and the product's
-    values (embeddings, generated answers) vary. ``draws``: draws of the key sample per trace (:func:`relabelled`);
+    values (embeddings, generated answers) vary. ``draws``: draws of the key sample per trace (:meth:`Trace.relabelled`);
     the errors are means over them, and the summary gives each draw's mean too (the spread is the hash's luck)."""
     cfg = cfg or MRCConfig()
     params = SimParams()
@@ -285,4 +272,4 @@ def policy_gap_summary(predicted: np.ndarray, true: np.ndarray) -> dict[str, Any
 
 
 __all__ = ["GAP_THRESHOLDS_PP", "SHARED_TRACES", "bench_mrc", "bench_trace", "policy_gap_summary", "read_shared",
-           "relabelled", "shared_traces_dir"]
+           "shared_traces_dir"]

@@ -51,16 +51,17 @@ def evaluation_env(
     intervals: int | None = None,
     prices: str | PricesConfig | None = None,
     rate_profile: str | None = None,
+    key_draw: int = 0,
 ) -> tuple[EnvConfig, int]:
-    """The env config to evaluate on (``trace`` replaces the config's evaluation workloads; ``prices``, a
-    preset name or a :class:`PricesConfig`, replaces its prices)."""
+    """The env config to evaluate on (``trace`` replaces the config's evaluation workloads, ``key_draw`` relabelling
+    its keys; ``prices``, a preset name or a :class:`PricesConfig`, replaces its prices)."""
     env_cfg = cfg.eval_env_config()
     if rate_profile is not None and trace is None:
         raise ConfigError("--rate-profile: only with --trace (a config's workloads set `rate_profile:` themselves)")
     if trace is not None:
         spec = validate_options(WorkloadSpec, dict(trace=trace, format=fmt, size_model=size_model, rate=rate,
                                                    rate_profile=rate_profile, limit=limit, seed=seed,
-                                                   params=params or {}))
+                                                   key_draw=key_draw, params=params or {}))
         env_cfg = env_cfg.model_copy(update={"workloads": [spec]})
         workload = 0
     elif workload >= len(env_cfg.workloads):

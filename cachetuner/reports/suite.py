@@ -148,6 +148,11 @@ class SuiteConfig(BaseModel):
         None, gt=0, lt=1, description="replay only the rest of each trace after this share; the `recommended` "
         "controller is sized on that share with `cachetuner recommend` (an operator with last week's traffic)"
     )
+    redraw_keys: bool = Field(
+        False, description="each seed also redraws the key sample the curves read: the cell's trace is relabelled with "
+        "key_draw = seed (Trace.relabelled). Off, every seed of a trace samples the same keys (the hash is fixed), and "
+        "the spread over seeds leaves out the sampling's luck"
+    )
     full: SuiteVariant | None = None
 
     _prices = field_validator("prices")(_check_prices)
@@ -229,13 +234,14 @@ def cached_policy(model: str) -> PolicyArtifact:
 
 
 def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteTrace, price: PriceEntry, seed: int,
-               intervals: int | None, history: float | None = None) -> dict[str, Any]:
+               intervals: int | None, history: float | None = None, key_draw: int = 0) -> dict[str, Any]:
     """One cell: every controller on one trace, price regime and seed (a Ray task, or called in turn). With
-    ``history``, the cell replays the rest of the trace after that share, and ``recommended`` is sized on it."""
+    ``history``, the cell replays the rest of the trace after that share, and ``recommended`` is sized on it; with
+    ``key_draw``, the trace's keys are relabelled (another draw of the curves' key sample)."""
     artifact = cached_policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
                                 seed=seed, limit=tr.limit, params=tr.params, intervals=intervals,
-                                prices=price, rate_profile=tr.rate_profile)
+                                prices=price, rate_profile=tr.rate_profile, key_draw=key_draw)
     params: dict[str, dict[str, Any]] = {}
     if history is not None:
         env_cfg, params = with_history(env_cfg, history)
@@ -245,6 +251,8 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
            "replaced": replaced_by_options(env_cfg)}
     if history is not None:
         out["history"] = {"share": history, "requests": env_cfg.workloads[0].skip}
+    if key_draw:
+        out["key_draw"] = key_draw
     return out
 
 
@@ -318,11 +326,11 @@ def run_suite(
         raise ConfigError(f"{path}: controller 'recommended' needs `history:` (the share of each trace it is sized on)")
     if "mrc-history" in names and suite.history is None:
         raise ConfigError(f"{path}: controller 'mrc-history' needs `history:` (the share of each trace its curves watch)")
-    args = [(cfg, names, None if artifact is None else str(model), tr, p, s, suite.intervals, suite.history)
-            for tr, p, s in grid]
+    args = [(cfg, names, None if artifact is None else str(model), tr, p, s, suite.intervals, suite.history,
+             s if suite.redraw_keys else 0) for tr, p, s in grid]
     params = {"controllers": ",".join(names), "prices": ",".join(map(price_label, suite.prices)),
               "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces),
-              "history": str(suite.history)}
+              "history": str(suite.history), "redraw_keys": str(suite.redraw_keys)}
     res = track_cells(
         suite_cell, args, name=f"suite-{suite.name}{'-full' if full else ''}", experiment="cachetuner-suite", kind="suite",
         params=params, tracking_uri=tracking_uri, console=console, ray_address=ray_address, num_cpus=num_cpus,

@@ -28,7 +28,8 @@ class Trace:
         name: human-readable origin (file name or ``synthetic:NAME``).
         timestamps: float64 seconds, non-decreasing, first request at ``timestamps[0]``
             (not necessarily 0).
-        keys: int64 dense key ids in ``0..n_keys-1`` (keys are mapped once, in order of first appearance).
+        keys: int64 dense key ids in ``0..n_keys-1`` (keys are mapped once, in order of first appearance; a
+            :meth:`relabelled` trace permutes them).
         sizes: int64 value size in bytes (>= 1). For a read-only trace this is the size the
             miss fills with.
         ops: uint8 values of :class:`Op`.
@@ -90,6 +91,30 @@ class Trace:
             key_bytes=self.key_bytes,
             read_only=self.read_only,
             meta=self.meta,
+        )
+
+    def relabelled(self, draw: int) -> Trace:
+        """The same traffic with its key ids permuted by a permutation seeded by ``draw`` (0: this trace).
+
+        Every request, its order, size, TTL and key-name length stay; only the ids change. What that changes is
+        which keys a hash of the id selects: the miss-ratio curves, the what-if features and the shadow A/B sample
+        keys by a fixed hash of the id (the same on the live path), so a relabelled trace is another draw of their
+        key sample, and the spread over draws is the sampling's luck, which the seeds of a suite do not redraw."""
+        if draw == 0:
+            return self
+        perm = np.random.default_rng(draw).permutation(self.n_keys).astype(self.keys.dtype)
+        inv = np.argsort(perm)  # key_bytes is indexed by id: the new id perm[k] keeps key k's name length
+        return Trace(
+            name=self.name,
+            timestamps=self.timestamps,
+            keys=perm[self.keys],
+            sizes=self.sizes,
+            ops=self.ops,
+            ttls=self.ttls,
+            n_keys=self.n_keys,
+            key_bytes=self.key_bytes[inv],
+            read_only=self.read_only,
+            meta={**self.meta, "key_draw": draw},
         )
 
     def index_at(self, t: float) -> int:

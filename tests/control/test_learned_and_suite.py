@@ -464,3 +464,31 @@ def test_a_suite_finds_its_files_beside_it_and_names_a_missing_one(tmp_path: Pat
         run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db")
     assert str(e.value) == (f"{suite}: traces[1].trace: 'traces/gone.lirs': no such file (looked in {elsewhere} and "
                             f"{home})")
+
+
+def test_a_suite_can_redraw_the_key_sample_with_each_seed(tmp_path: Path, mlflow_store) -> None:
+    """``redraw_keys: true``: a cell of seed s replays its trace with the key ids relabelled by draw s, so the curves'
+    fixed hash samples other keys while the traffic stays the same (every request, its order and size; a history's
+    skipped part is a slice of the relabelled whole). Off (the default), every seed replays the trace's own ids."""
+    from cachetuner.env import WorkloadSpec
+    from cachetuner.env.sim_backend import load_workload
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"experiment": "suite-test", "total_timesteps": 1, "env": TINY_ENV}))
+    suite = tmp_path / "suite.yaml"
+    spec = {"trace": "synthetic:zipf", "name": "zipf", "rate": 200, "params": {"n_requests": 12000, "n_keys": 1500}}
+    body = {"name": "draws", "model": None, "config": str(exp), "controllers": ["mrc", "static-default"],
+            "traces": [spec], "prices": ["scaled"], "seeds": [0, 2]}
+    suite.write_text(yaml.safe_dump({**body, "redraw_keys": True}))
+    cells = run_suite_here(suite, mlflow_store(tmp_path))
+    assert [(c["seed"], c.get("key_draw")) for c in cells] == [(0, None), (2, 2)]
+    suite.write_text(yaml.safe_dump(body))
+    assert all("key_draw" not in c for c in run_suite_here(suite, f"sqlite:///{tmp_path}/other.db"))
+
+    wl = {k: v for k, v in spec.items() if k != "name"}
+    own, drawn = load_workload(WorkloadSpec(**wl)), load_workload(WorkloadSpec(**wl, key_draw=2))
+    assert drawn.meta["key_draw"] == 2 and not np.array_equal(own.keys, drawn.keys)
+    np.testing.assert_array_equal(np.sort(np.bincount(own.keys)), np.sort(np.bincount(drawn.keys)))
+    np.testing.assert_array_equal(own.sizes, drawn.sizes)
+    view = load_workload(WorkloadSpec(**wl, key_draw=2, skip=5000))
+    np.testing.assert_array_equal(view.keys, drawn.keys[5000:])

@@ -548,14 +548,13 @@ def test_bench_mrc_reports_the_signed_error_by_size_and_takes_min_objects(web07)
 
 
 def test_a_relabelled_trace_is_the_same_traffic_under_another_key_sample(web07) -> None:
-    """``relabelled``: a seeded permutation of the key ids keeps every request, its order, size and key-name
+    """``Trace.relabelled``: a seeded permutation of the key ids keeps every request, its order, size and key-name
     length, so a full simulation of exact LRU measures the same hit ratio; only which keys the fixed hash
     samples changes. Draw 0 is the trace itself."""
-    from cachetuner.mrc.bench import relabelled
-
     tr = web07
-    assert relabelled(tr, 0) is tr
-    other = relabelled(tr, 1)
+    assert tr.relabelled(0) is tr
+    other = tr.relabelled(1)
+    assert other.meta["key_draw"] == 1
     assert len(other) == len(tr) and other.n_keys == tr.n_keys
     np.testing.assert_array_equal(other.sizes, tr.sizes)
     np.testing.assert_array_equal(np.sort(np.bincount(other.keys)), np.sort(np.bincount(tr.keys)))
