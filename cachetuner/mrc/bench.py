@@ -7,10 +7,10 @@ error in percentage points and the estimator's cost per request relative to one 
 timed in this run, side by side).
 
 Why several draws: the sampling hash is fixed, so one run measures one key sample per trace, and its luck
-is shared by every size and every run. Measured 2026-12-05 over four draws of the 17 shared traces (first
-300k requests): the shipped hash was the luckiest draw with 4096-byte values (LRU 0.74 pp against 0.86, 0.95
-and 1.06) and with AI-inference sizes (1.01 against 1.12, 1.24, 1.20); an error figure for traffic the hash
-has not seen is the mean over draws.
+is shared by every size and every run. Measured 2026-12-05 over eight draws of the 17 shared traces (first
+300k requests): for LRU the shipped hash was the luckiest draw, with 4096-byte values (0.74 pp, the others 0.74
+to 1.06) and with AI-inference sizes (1.01 pp, the others 1.02 to 1.24); an error figure for traffic the hash has
+not seen is the mean over draws.
 """
 
 from __future__ import annotations
