@@ -105,6 +105,9 @@ def evaluate_cmd(
         Path | None, typer.Option("--suite", help="evaluation suite YAML (experiments/suite.yaml): controllers x traces x prices x seeds")
     ] = None,
     full: Annotated[bool, typer.Option("--full", help="with --suite: the suite's full variant")] = False,
+    redraw_keys: Annotated[bool, typer.Option(
+        "--redraw-keys", help="with --suite: each seed also redraws the key sample the curves read (the suite's "
+        "redraw_keys: true)")] = False,
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help="with --suite: cells as Ray tasks on local (this machine), auto, HOST:PORT or ray://HOST:PORT")
     ] = None,
@@ -134,7 +137,8 @@ def evaluate_cmd(
             raise ConfigError(f"{', '.join(ignored)}: with --suite these come from the suite file (its traces, "
                               "controllers, seeds, intervals and config:)")
 
-        res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address)
+        res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address,
+                        redraw_keys=redraw_keys or None)
         for note in res["notes"]:
             console.print(f"note: {note}", highlight=False)
         if json_out:
@@ -149,6 +153,8 @@ def evaluate_cmd(
         raise ConfigError("--ray-address: only with --suite (a single evaluation is one process)")
     if full:
         raise ConfigError("--full: only with --suite (the suite's full: variant)")
+    if redraw_keys:
+        raise ConfigError("--redraw-keys: only with --suite (a suite's seeds redraw the key sample)")
 
     names = [t.strip() for t in tuners.split(",") if t.strip()] if tuners is not None else None
     if names == []:

@@ -296,12 +296,16 @@ def run_suite(
     console: Console | None = None,
     ray_address: str | None = None,
     num_cpus: int | None = None,
+    redraw_keys: bool | None = None,
 ) -> dict[str, Any]:
     """Run the suite at ``path``; one JSON-ready dict ``{"cells": [...], "summary": {...}, ...}``.
 
     ``ray_address``: None = cells in turn in this process; ``local`` = Ray started here with
-    ``num_cpus`` workers; ``auto`` / ``HOST:PORT`` / ``ray://HOST:PORT`` = a Ray cluster."""
+    ``num_cpus`` workers; ``auto`` / ``HOST:PORT`` / ``ray://HOST:PORT`` = a Ray cluster. ``redraw_keys``: overrides
+    the suite's (None keeps it)."""
     suite = load_model(SuiteConfig, path).resolved(full, path).located(path)
+    if redraw_keys is not None:
+        suite = suite.model_copy(update={"redraw_keys": redraw_keys})
     if ray_address is not None:
         from cachetuner.cluster import check_address
 
@@ -335,7 +339,7 @@ def run_suite(
         suite_cell, args, name=f"suite-{suite.name}{'-full' if full else ''}", experiment="cachetuner-suite", kind="suite",
         params=params, tracking_uri=tracking_uri, console=console, ray_address=ray_address, num_cpus=num_cpus,
         describe=lambda a: f"{a[3].label} / {price_label(a[4])} / seed {a[5]}",
-        tags={"suite": suite.name, "model": str(model or "")}, extra={"suite": suite.name, "full": full, "model": model},
+        tags={"suite": suite.name, "model": str(model or "")}, extra={"suite": suite.name, "full": full, "model": model, "redraw_keys": suite.redraw_keys},
     )
     res["notes"] = replacement_notes(res["cells"])
     return res

@@ -484,6 +484,11 @@ def test_a_suite_can_redraw_the_key_sample_with_each_seed(tmp_path: Path, mlflow
     assert [(c["seed"], c.get("key_draw")) for c in cells] == [(0, None), (2, 2)]
     suite.write_text(yaml.safe_dump(body))
     assert all("key_draw" not in c for c in run_suite_here(suite, f"sqlite:///{tmp_path}/other.db"))
+    from cachetuner.reports.suite import run_suite
+
+    on = run_suite(suite, tracking_uri=f"sqlite:///{tmp_path}/other.db", redraw_keys=True)  # `evaluate --redraw-keys`
+    assert on["redraw_keys"] is True and [c.get("key_draw") for c in on["cells"]] == [None, 2]
+    assert [c["tuners"]["mrc"]["cost"] for c in on["cells"]] == [c["tuners"]["mrc"]["cost"] for c in cells]  # = the file's
 
     wl = {k: v for k, v in spec.items() if k != "name"}
     own, drawn = load_workload(WorkloadSpec(**wl)), load_workload(WorkloadSpec(**wl, key_draw=2))

@@ -56,6 +56,7 @@ def test_full_needs_a_full_section(tmp_path: Path) -> None:
         (["evaluate", "--suite", "{tmp}/s.yaml", "--rate", "100", "--tuners", "mrc"],
          "--rate, --tuners: with --suite these come from the suite file"),
         (["evaluate", "--full"], "--full: only with --suite"),
+        (["evaluate", "--redraw-keys"], "--redraw-keys: only with --suite"),
         (["bench", "mrc", "--traces", ","], "--traces: give at least one trace path (omit --traces for all)"),
         (["evaluate", "--model", "{tmp}/g.zip"], "{tmp}/g.zip: not a trained policy (model.zip from `cachetuner train`)"),
         (["evaluate", "--model", "{tmp}/other.zip"],
