@@ -205,7 +205,8 @@ class MRCDecider:
         need = s.shrink_confirm if shrink and not free else s.confirm
         if quick and s.budget_quick_confirm is not None and target[1] == cur.maxmemory:  # a policy-only move
             need = min(need, s.budget_quick_confirm)
-        if self._streak < need or saving <= s.hysteresis * max(now, 0.0):
+        band = s.hysteresis_growth if (s.hysteresis_growth is not None and target[1] > cur.maxmemory) else s.hysteresis
+        if self._streak < need or saving <= band * max(now, 0.0):
             return cur
         if shrink and self._regrows(prices, target[1], space):
             return cur

@@ -18,6 +18,10 @@ class MRCControlSettings(BaseModel):
     hysteresis: float = Field(
         0.03, ge=0, description="switch only when the predicted saving exceeds this share of the current cost"
     )
+    hysteresis_growth: float | None = Field(
+        None, ge=0, description="the band a growth's predicted saving must exceed instead (null: `hysteresis`): a "
+        "growth keeps the data it lets in, so a narrower band for growths alone does not risk dropping warm data"
+    )
     confirm: int = Field(3, ge=1, description="intervals in a row the same target must win before growing")
     shrink_confirm: int = Field(
         8, ge=1, description="intervals in a row a smaller target must win before shrinking (a shrink drops warm data)"

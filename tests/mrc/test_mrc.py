@@ -709,3 +709,38 @@ def test_a_slow_load_floor_keeps_data_through_a_lull_and_follows_a_rise_as_fast(
     assert slow is None or slow >= 3 * fast
     rise = first_move(None, 1 << 20, 1.0, 1000.0)
     assert rise is not None and first_move(0.01, 1 << 20, 1.0, 1000.0) == rise
+
+
+@pytest.mark.parametrize(("growth_band", "shrink_band", "grows", "shrinks"),
+                         [(None, 0.03, False, False), (0.01, 0.03, True, False), (None, 0.01, True, True)])
+def test_a_growth_band_narrows_the_hysteresis_for_growths_alone(
+    growth_band: float | None, shrink_band: float, grows: bool, shrinks: bool
+) -> None:
+    """``hysteresis_growth``: a growth whose predicted saving is 2 % of the interval's cost waits under the 3 % band and
+    is taken under a 1 % growth band, while a shrink saving 2 % still needs the 3 % band (a shrink drops warm data)."""
+    from cachetuner.mrc import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
+    ev = {"allkeys-lru": np.full(8, 5000.0)}
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
+
+    def rule() -> MRCDecider:
+        return MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0,
+                                             hysteresis=shrink_band, hysteresis_growth=growth_band, fill_headroom=None))
+
+    # growth: 1,000 GETs at one unit a miss, the hit ratio 0.50 -> 0.51 over the range, memory almost free
+    rising = MissRatioCurves(sizes, {"allkeys-lru": np.linspace(0.50, 0.51, 8)}, weight=dict(ev), evidence=ev)
+    cheap = Prices(memory_per_gib_hour=1e-6, miss=1.0, switch=0.0, interval_s=10)
+    small = RedisConfig(maxmemory=int(sizes[0]), maxmemory_policy="allkeys-lru")
+    dec = rule()
+    out = [small := dec.decide(rising, cheap, 1000.0, small, space) for _ in range(3)][-1]
+    assert (out.maxmemory > sizes[0]) == grows
+    # shrink: a flat curve, and 64 MiB of memory worth 2 % of the interval's cost
+    flat = MissRatioCurves(sizes, {"allkeys-lru": np.full(8, 0.5)}, weight=dict(ev), evidence=ev)
+    dear = Prices(memory_per_gib_hour=58_752.0, miss=1.0, switch=0.0, interval_s=10)
+    large = RedisConfig(maxmemory=int(sizes[-1]), maxmemory_policy="allkeys-lru")
+    dec = rule()
+    out = [large := dec.decide(flat, dear, 1000.0, large, space) for _ in range(3)][-1]
+    assert (out.maxmemory < sizes[-1]) == shrinks
