@@ -33,7 +33,8 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
   run's usual miss level: after a stretch of nearly all hits the curves (and the current cost, which the hysteresis
   band is a share of) say little memory is needed, but the shrink drops data and free growth undoes it as soon as
   the misses return (the third audit's ARC P2 cell at ``cheap-backend``);
-- the saving must exceed a ``hysteresis`` share of the current cost; a growth goes to the optimum
+- the saving must exceed a ``hysteresis`` share of the current cost (a growth: ``hysteresis_growth``'s, narrower,
+  since a growth drops no data); a growth goes to the optimum
   (its refill cost is already charged), a shrink only to the edge of the band of sizes within that
   share of the optimum (drop as little warm data as the curve allows);
 - *cold growth*: in the cold phase (until the curves are ready for the first time, and for at least

@@ -19,8 +19,9 @@ class MRCControlSettings(BaseModel):
         0.03, ge=0, description="switch only when the predicted saving exceeds this share of the current cost"
     )
     hysteresis_growth: float | None = Field(
-        None, ge=0, description="the band a growth's predicted saving must exceed instead (null: `hysteresis`): a "
-        "growth keeps the data it lets in, so a narrower band for growths alone does not risk dropping warm data"
+        0.01, ge=0, description="the band a growth's predicted saving must exceed instead (null: `hysteresis`): a "
+        "growth keeps the data it lets in, so a narrower band for growths alone does not risk dropping warm data "
+        "(adopted 2026-12-05 by the rule of experiments/suite-audit-17.yaml, written before its run)"
     )
     confirm: int = Field(3, ge=1, description="intervals in a row the same target must win before growing")
     shrink_confirm: int = Field(

@@ -62,7 +62,8 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     trained_around = {"min_weight": 500.0, "free_shrink": 1.25, "fill_headroom": 2.0, "cold_growth": 1.25,
                       "cold_free_growth": 0.25, "cold_memory_bound": 2.0, "policy_sustained_gain": 0.01,
                       "free_growth_amortized": True, "free_shrink_min_gets": None, "cold_return_waits": False,
-                      "regrow_guard": False, "fill_amortized": False, "gets_floor_smoothing": None}
+                      "regrow_guard": False, "fill_amortized": False, "gets_floor_smoothing": None,
+                      "hysteresis_growth": None}
     art = load_policy("default")
     raw_anchor = art.raw_config["env"]["mrc"]["anchor"]
     assert set(raw_anchor) == set(MRCControlSettings.model_fields)  # pinned field by field, not by default
@@ -79,10 +80,11 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     # experiments/suite-audit-13.yaml's rule (2026-12-04, after mrc got it by suite-audit-12.yaml's)
     # and with mrc's slow load floor (gets_floor_smoothing) since 2026-12-05, by the rule written in docs/agent.md
     # and with the quicker budget policy switch in the first 30 intervals since 2026-12-05 (budget audits 6 and 7)
+    # and with the narrower band for growths since 2026-12-05 (experiments/suite-audit-17.yaml's rule)
     assert run_with == art.train_env_config.mrc.anchor.model_copy(
         update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True,
                 "fill_amortized": True, "gets_floor_smoothing": 0.01, "budget_policy_gain": 0.01,
-                "budget_min_weight": 100.0, "budget_quick_intervals": 30})
+                "budget_min_weight": 100.0, "budget_quick_intervals": 30, "hysteresis_growth": 0.01})
     assert run_with == MRCControlSettings()
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5

@@ -61,7 +61,7 @@ def test_a_cache_whose_hits_do_not_cover_its_memory_does_not_grow() -> None:
 
 def test_cold_growth_stops_for_good_once_the_curves_have_been_ready() -> None:
     # the rule itself will not move within this test; confirm=1 so that the curves' weight alone ends the cold phase
-    rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0))
+    rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None))
     assert rule.decide_after(_full(START.maxmemory), _curves(10_000.0), PRICES, START, SPACE) == START
     # the shift test restarted the window (young curves again): the cache holds the old regime's data
     assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE) == START
@@ -160,9 +160,9 @@ def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_
     assert rule.fill is not None and rule.fill.intended(out).maxmemory == space.max_bytes
     assert cur.maxmemory < out.maxmemory < space.max_bytes  # capped at the bytes in use + headroom
     # curves ready from the start (confirm=1: the weight alone ends the cold phase; the rule does not move)
-    ready = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0))
+    ready = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None))
     assert ready.decide_after(snap, _curves(10_000.0), scaled, cur, space) == cur
-    once = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0))  # ready once, then young again (a shift-test restart)
+    once = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None))  # ready once, then young again (a shift-test restart)
     once.decide_after(snap, _curves(10_000.0), scaled, cur, space)
     assert once.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
     off = MRCDecider(MRCControlSettings(cold_free_growth=None, cold_growth=None))
@@ -174,7 +174,7 @@ def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_
 def test_the_cold_phase_lasts_confirm_intervals_even_when_the_curves_are_ready_at_once() -> None:
     """At 1,000 req/s one interval gives the curves their evidence, but a curve of one interval has no reuse
     longer than one interval: cold growth still runs until ``confirm`` intervals have been seen."""
-    rule = MRCDecider(MRCControlSettings(hysteresis=10.0))  # the rule itself will not move within this test
+    rule = MRCDecider(MRCControlSettings(hysteresis=10.0, hysteresis_growth=None))  # the rule itself will not move within this test
     assert rule.settings.confirm == 3
     cur, grown = START, []
     for _ in range(4):
