@@ -6,7 +6,7 @@ the hotness dataset builder and the environment only ever see this type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 import numpy as np
@@ -104,18 +104,7 @@ class Trace:
             return self
         perm = np.random.default_rng(draw).permutation(self.n_keys).astype(self.keys.dtype)
         inv = np.argsort(perm)  # key_bytes is indexed by id: the new id perm[k] keeps key k's name length
-        return Trace(
-            name=self.name,
-            timestamps=self.timestamps,
-            keys=perm[self.keys],
-            sizes=self.sizes,
-            ops=self.ops,
-            ttls=self.ttls,
-            n_keys=self.n_keys,
-            key_bytes=self.key_bytes[inv],
-            read_only=self.read_only,
-            meta={**self.meta, "key_draw": draw},
-        )
+        return replace(self, keys=perm[self.keys], key_bytes=self.key_bytes[inv], meta={**self.meta, "key_draw": draw})
 
     def index_at(self, t: float) -> int:
         """Index of the first request with timestamp >= ``t``."""
