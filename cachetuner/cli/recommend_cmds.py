@@ -19,6 +19,7 @@ from cachetuner.cli.trace_options import (
     RateOpt,
     SeedOpt,
     SizeModelOpt,
+    StartOpt,
     TraceOpt,
     load_trace_from_options,
 )
@@ -90,6 +91,7 @@ def recommend_cmd(
     rate: RateOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     prices: PricesOpt = None,
     budget: BudgetOpt = None,
@@ -123,7 +125,7 @@ def recommend_cmd(
         check_output_file(plot, "--plot", suffixes=IMAGE_SUFFIXES)
     chosen = _policies(policies)
     price_cfg = prices_from_options(prices, budget, memory_price, miss_price)
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, start=start)
     cfg = MRCConfig(rate=sample_rate, policies=chosen)  # type: ignore[arg-type]
     bounds = None
     if min_size is not None or max_size is not None:

@@ -19,6 +19,7 @@ from cachetuner.cli.trace_options import (
     RateProfileOpt,
     SeedOpt,
     SizeModelOpt,
+    StartOpt,
     TraceOpt,
     load_trace_from_options,
 )
@@ -142,6 +143,7 @@ def simulate_cmd(
     rate_profile: RateProfileOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     policy: Annotated[str, typer.Option("--policy", help=f"maxmemory-policy: {', '.join(POLICIES)}")] = "allkeys-lru",
     maxmemory: Annotated[
@@ -172,7 +174,7 @@ def simulate_cmd(
     """Replay a trace through the Redis 7 simulator under one configuration and report the totals."""
     POLICIES.get(policy, field="--policy")
     check_run_options(lfu_decay_time, timeout, interval, sim_seed)
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile)
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile, start)
     if ACCOUNTING.get(accounting) == "exact":
         tr = as_lookups(tr)
     l2_bytes = parse_size(l2_capacity, tr, what="--l2-capacity")

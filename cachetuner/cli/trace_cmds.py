@@ -19,6 +19,7 @@ from cachetuner.cli.trace_options import (
     RateProfileOpt,
     SeedOpt,
     SizeModelOpt,
+    StartOpt,
     TraceOpt,
     load_trace_from_options,
 )
@@ -39,6 +40,7 @@ def info(
     rate_profile: RateProfileOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -46,7 +48,7 @@ def info(
     from cachetuner.resources import format_bytes, memory_available
     from cachetuner.sim.state import state_bytes_per_key
 
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile)
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile, start)
     s = summarize(tr)
     # what simulating it takes (the guards' figures): the trace's arrays, one simulated cache's state, and the
     # memory this process may still take (None where unknown)
@@ -60,7 +62,7 @@ def info(
     table = Table(title=f"trace {s['name']}", show_header=False)
     rows = [
         ("format", s["format"] if not s["stored"] else f"{s['format']} ({s['stored']})"),
-        ("requests", f"{s['requests']:,}"),
+        ("requests", f"{s['requests']:,}" + (f" (from request {s['start']:,} of the source)" if s["start"] else "")),
         ("unique keys", f"{s['unique_keys']:,}"),
         ("duration", f"{s['duration_s']:,.1f} s ({s['timing']})"),
         ("top-1% share", f"{s['top1pct_share']:.3f}"),
@@ -90,6 +92,7 @@ def convert(
     rate: RateOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite --out if it exists")] = False,
     json_out: JsonOpt = False,
@@ -100,7 +103,7 @@ def convert(
 
     get_writer(to)  # an unknown format fails before a large trace is read
     check_output_file(out_path, "--out", force=force)
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params)
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, start=start)
     res = write_trace(tr, out_path, to)
     if json_out:
         emit_json(res)

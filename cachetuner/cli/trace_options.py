@@ -73,6 +73,14 @@ RateProfileOpt = Annotated[
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for size draws and synthetic workloads.")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Keep only the first N requests.")]
+StartOpt = Annotated[
+    int,
+    typer.Option(
+        "--start",
+        min=0,
+        help="Read from request N on (--limit counts from there): a window of a long trace as a trace of its own.",
+    ),
+]
 ParamsOpt = Annotated[
     Path | None,
     typer.Option(
@@ -145,6 +153,7 @@ def load_trace_from_options(
     limit: int | None = None,
     params: Path | None = None,
     rate_profile: str | None = None,
+    start: int = 0,
 ) -> Trace:
     """Resolve the shared trace options into a :class:`Trace` (progress bar on stderr for big files)."""
     check_trace_options(size_model, rate, rate_profile)
@@ -159,4 +168,5 @@ def load_trace_from_options(
             params=load_params_file(params),
             progress=progress,
             rate_profile=rate_profile,
+            start=start,
         )

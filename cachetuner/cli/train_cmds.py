@@ -16,6 +16,7 @@ from cachetuner.cli.trace_options import (
     RateProfileOpt,
     SeedOpt,
     SizeModelOpt,
+    StartOpt,
     load_params_file,
 )
 
@@ -81,6 +82,7 @@ def evaluate_cmd(
     rate_profile: RateProfileOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     config: Annotated[
         Path | None,
@@ -129,7 +131,7 @@ def evaluate_cmd(
         ignored = [name for name, given in (
             ("--trace", trace is not None), ("--format", fmt != "auto"), ("--size-model", size_model is not None),
             ("--rate", rate is not None), ("--rate-profile", rate_profile is not None), ("--seed", seed != 0),
-            ("--limit", limit is not None),
+            ("--limit", limit is not None), ("--start", start != 0),
             ("--params", params is not None), ("--config", config is not None), ("--tuners", tuners is not None),
             ("--workload", workload != 0), ("--intervals", intervals is not None),
         ) if given]  # fmt: skip
@@ -161,7 +163,7 @@ def evaluate_cmd(
         raise ConfigError("--tuners: give at least one controller name (omit --tuners for all)")
     result, report = run_evaluation(
         model=model, trace=trace, fmt=fmt, size_model=size_model, rate=rate, rate_profile=rate_profile, seed=seed, limit=limit,
-        params=load_params_file(params) or {}, config=config, controllers=names, workload=workload,
+        start=start, params=load_params_file(params) or {}, config=config, controllers=names, workload=workload,
         intervals=intervals, prices=price_option(prices, budget), history=history, tracking_uri=tracking_uri,
         console=console,
     )

@@ -64,6 +64,10 @@ class WorkloadSpec(BaseModel):
         "the same traffic under another draw of the key sample the curves and what-if features read"
     )
     limit: int | None = Field(None, ge=1, description="read at most this many requests")
+    start: int = Field(
+        0, ge=0, description="read from this request on (before `limit` counts): a window of a long trace as a trace of "
+        "its own, keys and working set the window's (unlike `skip`, which keeps the whole trace's key space)"
+    )
     skip: int = Field(
         0, ge=0, description="then drop this many requests from the start: the episode replays the rest (a suite's "
         "`history:` is the part dropped; the key space stays the whole trace's)"

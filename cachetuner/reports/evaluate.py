@@ -52,16 +52,19 @@ def evaluation_env(
     prices: str | PricesConfig | None = None,
     rate_profile: str | None = None,
     key_draw: int = 0,
+    start: int = 0,
 ) -> tuple[EnvConfig, int]:
     """The env config to evaluate on (``trace`` replaces the config's evaluation workloads, ``key_draw`` relabelling
     its keys; ``prices``, a preset name or a :class:`PricesConfig`, replaces its prices)."""
     env_cfg = cfg.eval_env_config()
     if rate_profile is not None and trace is None:
         raise ConfigError("--rate-profile: only with --trace (a config's workloads set `rate_profile:` themselves)")
+    if start and trace is None:
+        raise ConfigError("--start: only with --trace (a config's workloads set `start:` themselves)")
     if trace is not None:
         spec = validate_options(WorkloadSpec, dict(trace=trace, format=fmt, size_model=size_model, rate=rate,
                                                    rate_profile=rate_profile, limit=limit, seed=seed,
-                                                   key_draw=key_draw, params=params or {}))
+                                                   key_draw=key_draw, start=start, params=params or {}))
         env_cfg = env_cfg.model_copy(update={"workloads": [spec]})
         workload = 0
     elif workload >= len(env_cfg.workloads):
@@ -142,6 +145,7 @@ def run_evaluation(
     rate_profile: str | None = None,
     seed: int = 0,
     limit: int | None = None,
+    start: int = 0,
     params: dict[str, Any] | None = None,
     config: Path | None = None,
     controllers: list[str] | None = None,
@@ -167,7 +171,7 @@ def run_evaluation(
     cfg, cfg_source = resolve_train_config(model, config)
     env_cfg, workload = evaluation_env(cfg, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed,
                                        limit=limit, params=params, workload=workload, intervals=intervals,
-                                       prices=prices, rate_profile=rate_profile)
+                                       prices=prices, rate_profile=rate_profile, start=start)
     names = controllers or [t for t in DEFAULT_EVALUATION if t != "ppo" or model is not None]
     params_by_name: dict[str, dict[str, Any]] = {}
     if history is not None:
@@ -192,7 +196,7 @@ def run_evaluation(
     with mlflow.start_run(run_name=run_name(label, f"{cfg.experiment}-eval", seed)) as run:
         mlflow.set_tags({"kind": "evaluate", "workload": report.workload, "model_path": str(model or "")})
         mlflow.log_params({"trace": trace or report.workload, "format": fmt, "size_model": str(size_model),
-                           "rate": str(rate), "limit": str(limit), "tuners": ",".join(names), "seed": seed,
+                           "rate": str(rate), "limit": str(limit), "start": start, "tuners": ",".join(names), "seed": seed,
                            "config": str(cfg_source or "defaults"), "prices": _price_label(prices),
                            "history": str(history)})
         mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in result["tuners"].items() for k, v in s.items()

@@ -53,6 +53,8 @@ class SuiteTrace(BaseModel):
     rate_profile: str | None = Field(None, description="diurnal:PERIOD_S,AMPLITUDE or bursts:PERIOD_S,DUTY[,LOW] "
                                      "around `rate` (docs/traces.md); None = steady")
     limit: int | None = Field(None, ge=1)
+    start: int = Field(0, ge=0, description="read from this request on (a window of a long trace; `limit` counts from "
+                       "here)")
     params: dict[str, Any] = Field(default_factory=dict, description="reader params (e.g. the csv format's columns)")
 
     @property
@@ -241,7 +243,7 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
     artifact = cached_policy(model) if (model is not None and "ppo" in names) else None
     env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
                                 seed=seed, limit=tr.limit, params=tr.params, intervals=intervals,
-                                prices=price, rate_profile=tr.rate_profile, key_draw=key_draw)
+                                prices=price, rate_profile=tr.rate_profile, key_draw=key_draw, start=tr.start)
     params: dict[str, dict[str, Any]] = {}
     if history is not None:
         env_cfg, params = with_history(env_cfg, history)
@@ -253,6 +255,8 @@ def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteT
         out["history"] = {"share": history, "requests": env_cfg.workloads[0].skip}
     if key_draw:
         out["key_draw"] = key_draw
+    if tr.start:
+        out["window"] = {"start": tr.start, "limit": tr.limit}
     return out
 
 

@@ -75,6 +75,7 @@ def read_trace(
     params: dict | None = None,
     progress: ProgressFn | None = None,
     rate_profile: str | None = None,
+    start: int = 0,
 ) -> Trace:
     """Read a trace file or generate a synthetic workload.
 
@@ -92,6 +93,9 @@ def read_trace(
             re-times requests uniformly; for a synthetic workload it sets the ``rate`` param.
         seed: seeds size draws and synthetic generators (same seed, same trace).
         limit: keep only the first ``limit`` requests (after ARC block / Meta op_count expansion).
+        start: first drop this many requests (counted the same way): ``start=2_000_000, limit=1_000_000`` reads
+            requests 2,000,000 to 2,999,999 as a trace of their own (keys renumbered, sizes drawn and the working
+            set counted over the window; a trace's own timestamps kept, so the window starts when it started).
         params: reader options (e.g. ``{"expand": False}`` for arc) or workload parameters
             (merged over the YAML file's ``params``).
         progress: called with (bytes read, file bytes) while reading a file.
@@ -102,6 +106,8 @@ def read_trace(
     """
     if limit is not None and limit < 1:
         raise TraceError(f"{path_or_spec}: limit must be >= 1, got {limit}")
+    if start < 0:
+        raise TraceError(f"{path_or_spec}: start must be >= 0, got {start}")
     if rate is not None:
         check_rate(f"{path_or_spec}: rate", rate)
     opts = ReadOptions(
@@ -110,6 +116,7 @@ def read_trace(
         rate_profile=parse_rate_profile(rate_profile) if rate_profile is not None else None,
         seed=seed,
         limit=limit,
+        start=start,
         params=dict(params or {}),
         progress=progress,
     )

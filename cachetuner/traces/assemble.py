@@ -38,8 +38,16 @@ class ReadOptions:
     rate_profile: RateProfile | None = None  # the load shape of the re-timing (cachetuner.traces.rate_profile)
     seed: int = 0
     limit: int | None = None
+    #: drop this many requests from the start before ``limit`` counts (a window of a long trace, read as its own
+    #: trace: keys, sizes and the working set are the window's)
+    start: int = 0
     params: dict = field(default_factory=dict)
     progress: ProgressFn | None = None
+
+    @property
+    def stop(self) -> int | None:
+        """How many requests a reader needs from the start of the source: the window's end (None: all)."""
+        return None if self.limit is None else self.start + self.limit
 
 
 @dataclass
@@ -185,16 +193,20 @@ def _sizes(
 
 
 def build_trace(name: str, cols: Columns, opts: ReadOptions, meta: dict | None = None) -> Trace:
-    """Assemble a :class:`Trace` from reader columns, applying limit, rate and size model."""
+    """Assemble a :class:`Trace` from reader columns, applying start, limit, rate and size model."""
     meta = dict(meta or {})
-    n = len(cols.keys)
-    if opts.limit is not None and n > opts.limit:
-        n = opts.limit
-    if n == 0:
+    total = len(cols.keys)
+    stop = total if opts.stop is None else min(total, opts.stop)
+    if total == 0:
         raise TraceError(f"{name}: no requests (empty trace)")
-    cut = slice(0, n)
+    if opts.start >= stop:
+        raise TraceError(f"{name}: start {opts.start:,} is past the trace's last request ({total:,} requests)")
+    n = stop - opts.start
+    cut = slice(opts.start, stop)
+    if opts.start:
+        meta["start"] = opts.start
     raw = cols.keys[cut]
-    if cols.keys_dense:
+    if cols.keys_dense and not opts.start:  # a window's ids are renumbered: its key space is its own
         keys = np.asarray(raw, dtype=np.int64)
         n_keys = int(keys.max()) + 1
     else:

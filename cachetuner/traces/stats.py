@@ -63,6 +63,7 @@ def summarize(trace: Trace) -> dict:
         "archive": trace.meta.get("archive"),
         "member": trace.meta.get("member"),
         "stored": trace.meta.get("stored"),
+        "start": int(trace.meta.get("start", 0)),  # the window's first request in the source (--start)
         "requests": n,
         "unique_keys": trace.n_keys,
         "duration_s": duration,

@@ -64,7 +64,8 @@ def evaluate_runs(
         for price in suite.prices:
             for s in seeds:
                 env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
-                                            seed=s, limit=tr.limit, intervals=intervals or suite.intervals, prices=price)
+                                            seed=s, limit=tr.limit, params=tr.params, intervals=intervals or suite.intervals,
+                                            prices=price, rate_profile=tr.rate_profile, start=tr.start)
                 t0 = time.perf_counter()
                 names = ["static-default", "best-static", *[r for r in references if r not in ("static-default", "best-static")]]
                 ref = evaluate_controllers(env_cfg, build_controllers(names, cfg.controllers, seed=s), seed=s)

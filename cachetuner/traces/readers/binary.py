@@ -18,7 +18,7 @@ ORACLE_DTYPE = np.dtype([("t", "<u4"), ("id", "<u8"), ("sz", "<u4"), ("nxt", "<i
 
 
 def read_records(path: Path, dtype: np.dtype, opts: ReadOptions, *, skip: int = 0) -> np.ndarray:
-    """All records (up to ``opts.limit``) as one structured array, read chunk by chunk.
+    """All records (up to ``opts.stop``: the requests before the window's end) as one structured array, read chunk by chunk.
 
     ``skip``: header bytes before the first record. Bytes the dtype leaves unnamed (gaps between
     its field offsets, up to its itemsize) are dropped as each chunk is copied, so fields a reader
@@ -27,11 +27,11 @@ def read_records(path: Path, dtype: np.dtype, opts: ReadOptions, *, skip: int = 
     packed = repack_fields(dtype)
     parts: list[np.ndarray] = []
     have = 0
-    for chunk in iter_records(path, dtype.itemsize, progress=opts.progress, skip=skip, limit=opts.limit):
+    for chunk in iter_records(path, dtype.itemsize, progress=opts.progress, skip=skip, limit=opts.stop):
         arr = np.frombuffer(chunk.data, dtype=dtype)
-        if opts.limit is not None and have + len(arr) >= opts.limit:
-            parts.append(arr[: opts.limit - have].astype(packed))
-            have = opts.limit
+        if opts.stop is not None and have + len(arr) >= opts.stop:
+            parts.append(arr[: opts.stop - have].astype(packed))
+            have = opts.stop
             break
         parts.append(arr.astype(packed))
         have += len(arr)

@@ -70,7 +70,7 @@ class LibCacheSimCsvReader:
             sizes.append(rows["size"])
             keys.append(rows["lbn"])
             have += len(rows)
-            if opts.limit is not None and have >= opts.limit:
+            if opts.stop is not None and have >= opts.stop:
                 break
         c = Columns(keys=collect(keys), timestamps=collect(ts), sizes=collect(sizes), ops=collect(ops))
         return build_trace(path.name, c, opts, {"format": self.name, "path": str(path)})

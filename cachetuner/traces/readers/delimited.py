@@ -160,7 +160,7 @@ def _parse(path: Path, chunk: LineChunk, spec: Spec, delimiter: str | None) -> n
 def _iter_rows(path: Path, p: CsvParams, opts: ReadOptions) -> Iterator[tuple[LineChunk, np.ndarray]]:
     spec = None if p.header else _spec(path, p, None)
     empty = True
-    for chunk in iter_lines(path, progress=opts.progress, limit=opts.limit):
+    for chunk in iter_lines(path, progress=opts.progress, limit=opts.stop):
         empty, lines = False, chunk.lines
         if spec is None:
             spec = _spec(path, p, lines[0])
@@ -237,7 +237,7 @@ class CsvReader:
             if "op" in roles:
                 out["op"].append(map_codes(path, fl, lines, rows["op"], OP_WORDS))
             have += len(rows)
-            if opts.limit is not None and have >= opts.limit:
+            if opts.stop is not None and have >= opts.stop:
                 break
 
         def column(role: str) -> np.ndarray | None:

@@ -102,7 +102,7 @@ class TwitterReader:
             out["sz"].append(np.where(rows["value_size"] > 0, rows["key_size"] + rows["value_size"], 0))
             out["ttl"].append(rows["ttl"])
             have += len(rows)
-            if opts.limit is not None and have >= opts.limit:
+            if opts.stop is not None and have >= opts.stop:
                 break
         c = Columns(
             keys=collect(out["k"]), timestamps=collect(out["t"]), sizes=collect(out["sz"]), ops=collect(out["op"]),
@@ -151,7 +151,7 @@ class MetaKvReader:
         mapper = KeyMapper()
         out: dict[str, list[np.ndarray]] = {k: [] for k in ("t", "k", "kb", "sz", "op", "ttl", "n")}
         have = 0.0
-        guard = MemoryGuard(path, opts.limit)  # expanded requests, before they are expanded
+        guard = MemoryGuard(path, opts.stop)  # expanded requests, before they are expanded
         for chunk, rows in iter_tables(path, opts, [], ",", header=header):
             fl, lines = chunk.first_line, chunk.lines
             first_bad(path, fl, lines, rows["op_count"] < 1, "op_count must be >= 1", rows["op_count"])
@@ -171,9 +171,9 @@ class MetaKvReader:
             out["ttl"].append(ttl)
             out["n"].append(rows["op_count"])
             have += float(rows["op_count"].sum(dtype=np.float64))
-            if opts.limit is not None and have >= opts.limit:
+            if opts.stop is not None and have >= opts.stop:
                 break
-        n = clip_counts(collect(out["n"]), opts.limit)  # only expand what the limit keeps
+        n = clip_counts(collect(out["n"]), opts.stop)  # only expand what the limit keeps
 
         def expand(parts: list[np.ndarray]) -> np.ndarray:
             return np.repeat(collect(parts), n)

@@ -28,7 +28,7 @@ def iter_tables(
     ``blank_out`` marks lines to skip (replaced by blanks so line numbers stay exact).
     """
     first = True
-    for chunk in iter_lines(path, progress=opts.progress, limit=opts.limit):
+    for chunk in iter_lines(path, progress=opts.progress, limit=opts.stop):
         lines = chunk.lines
         if first:
             first = False

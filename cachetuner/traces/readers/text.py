@@ -57,7 +57,7 @@ class LirsReader:
         for _, rows in iter_tables(path, opts, [("id", "int")], None, blank_out=lambda ln: ln.strip() == "*"):
             parts.append(rows["id"])
             have += len(rows)
-            if opts.limit is not None and have >= opts.limit:
+            if opts.stop is not None and have >= opts.stop:
                 break
         return build_trace(
             path.name, Columns(keys=collect(parts)), opts, {"format": self.name, "path": str(path)}
@@ -88,7 +88,7 @@ class ArcReader:
         assert isinstance(p, ArcParams)
         starts, counts, have = [], [], 0.0
         cols = [("start", "int"), ("n_blocks", "int"), ("ignored", "int"), ("req_no", "int")]
-        guard = MemoryGuard(path, opts.limit)  # expanded blocks, before they are expanded
+        guard = MemoryGuard(path, opts.stop)  # expanded blocks, before they are expanded
         for chunk, rows in iter_tables(path, opts, cols, None):
             n_blocks = rows["n_blocks"]
             first_bad(path, chunk.first_line, chunk.lines, n_blocks < 1, "n_blocks must be >= 1", n_blocks)
@@ -105,14 +105,14 @@ class ArcReader:
             starts.append(rows["start"])
             counts.append(n_blocks)
             have += float(n_blocks.sum(dtype=np.float64)) if p.expand else len(rows)
-            if opts.limit is not None and have >= opts.limit:
+            if opts.stop is not None and have >= opts.stop:
                 break
         start, n_blocks = collect(starts), collect(counts)
         meta = {"format": self.name, "path": str(path), "expand": p.expand}
         if not p.expand:
             cols_ = Columns(keys=start, sizes=n_blocks * ARC_BLOCK_BYTES)
             return build_trace(path.name, cols_, opts, meta)
-        n_blocks = clip_counts(n_blocks, opts.limit)  # only expand what the limit keeps
+        n_blocks = clip_counts(n_blocks, opts.stop)  # only expand what the limit keeps
         total = int(n_blocks.sum())
         line_start = np.cumsum(n_blocks) - n_blocks
         offsets = np.arange(total, dtype=np.int64) - np.repeat(line_start, n_blocks)
@@ -144,7 +144,7 @@ class AdaptSizeReader:
             keys.append(rows["id"])
             sizes.append(rows["size"])
             have += len(rows)
-            if opts.limit is not None and have >= opts.limit:
+            if opts.stop is not None and have >= opts.stop:
                 break
         cols = Columns(keys=collect(keys), sizes=collect(sizes))
         return build_trace(path.name, cols, opts, {"format": self.name, "path": str(path)})

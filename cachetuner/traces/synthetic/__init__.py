@@ -50,7 +50,7 @@ def generate(name: str, params: dict | None, opts: ReadOptions, *, source: str |
         raise TraceError(f"{source}: {e}") from None
     model = opts.size_model or parse_size_model(p.sizes)
     cols = Columns(keys=req.keys, timestamps=req.timestamps, ops=req.ops, ttls=req.ttls)
-    gen_opts = ReadOptions(size_model=model, rate=None, seed=opts.seed, limit=opts.limit)
+    gen_opts = ReadOptions(size_model=model, rate=None, seed=opts.seed, limit=opts.limit, start=opts.start)
     meta = {"format": "synthetic", "workload": name, "params": p.model_dump(mode="json")}
     trace = build_trace(f"{PREFIX}{name}", cols, gen_opts, meta)
     trace.meta["size_model"] = model.spec
