@@ -11,7 +11,15 @@ from typing import Annotated, Any
 import typer
 
 from cachetuner.cli.app import app, bench_app, console, emit_json, out
-from cachetuner.cli.trace_options import FormatOpt, LimitOpt, ParamsOpt, RateOpt, RateProfileOpt, SizeModelOpt
+from cachetuner.cli.trace_options import (
+    FormatOpt,
+    LimitOpt,
+    ParamsOpt,
+    RateOpt,
+    RateProfileOpt,
+    SizeModelOpt,
+    StartOpt,
+)
 from cachetuner.errors import ConfigError
 
 ab_app = typer.Typer(
@@ -54,16 +62,16 @@ def _with_stack(cfg: Any, stack_dir: Path | None) -> Any:
 
 
 def _env_override(trace: str | None, format: str, size_model: str | None, rate: float | None, seed: int | None,
-                  limit: int | None, params: Path | None, rate_profile: str | None = None) -> Any:
+                  limit: int | None, params: Path | None, rate_profile: str | None = None, start: int = 0) -> Any:
     if trace is None:
-        if any(v is not None for v in (size_model, rate, seed, limit, params, rate_profile)) or format != "auto":
-            raise ConfigError("--format/--size-model/--rate/--rate-profile/--seed/--limit/--params need --trace")
+        if any(v is not None for v in (size_model, rate, seed, limit, params, rate_profile)) or format != "auto" or start:
+            raise ConfigError("--format/--size-model/--rate/--rate-profile/--seed/--start/--limit/--params need --trace")
         return None
     from cachetuner.ab.config import override_workload
     from cachetuner.cli.trace_options import load_params_file
 
     opts = dict(trace=trace, format=format, size_model=size_model, rate=rate, seed=seed, limit=limit,
-                params=load_params_file(params), rate_profile=rate_profile)
+                params=load_params_file(params), rate_profile=rate_profile, start=start)
     return lambda env: override_workload(env, **opts)
 
 
@@ -89,7 +97,7 @@ def _print_result(res: Any) -> None:
 def _run(config: Path | None, trace: str | None, format: str, size_model: str | None, rate: float | None,
          seed: int | None, limit: int | None, params: Path | None, json_out: bool, tracking_uri: str | None,
          max_intervals: int | None, no_track: bool, stack_dir: Path | None = None,
-         rate_profile: str | None = None) -> None:
+         rate_profile: str | None = None, start: int = 0) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cachetuner.ab.config import load_ab_config
@@ -99,7 +107,7 @@ def _run(config: Path | None, trace: str | None, format: str, size_model: str | 
     if config is None:
         raise ConfigError("cachetuner ab: pass --config AB.yaml (e.g. experiments/ab_quickstart.yaml), or use 'ab promote RUN_ID'")
     cfg = _with_stack(load_ab_config(config), stack_dir)
-    override = _env_override(trace, format, size_model, rate, seed, limit, params, rate_profile)
+    override = _env_override(trace, format, size_model, rate, seed, limit, params, rate_profile, start)
     if override is not None and cfg.workload is not None:
         cfg = cfg.model_copy(update={"workload": None})
     with Progress(TextColumn("A/B {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -127,6 +135,7 @@ def ab_main(
     rate_profile: RateProfileOpt = None,
     seed: SeedOverride = None,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
@@ -138,7 +147,7 @@ def ab_main(
     if ctx.invoked_subcommand is not None:
         return
     _run(config, trace, format, size_model, rate, seed, limit, params, json_out, tracking_uri, max_intervals, no_track,
-         stack_dir, rate_profile)
+         stack_dir, rate_profile, start)
 
 
 @ab_app.command("run")
@@ -151,6 +160,7 @@ def ab_run(
     rate_profile: RateProfileOpt = None,
     seed: SeedOverride = None,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
@@ -160,7 +170,7 @@ def ab_run(
 ) -> None:
     """Run both arms on the same traffic; print the verdict and the CI of every delta."""
     _run(config, trace, format, size_model, rate, seed, limit, params, json_out, tracking_uri, max_intervals, no_track,
-         stack_dir, rate_profile)
+         stack_dir, rate_profile, start)
 
 
 @ab_app.command("promote")
@@ -196,6 +206,7 @@ def bench_ab_shadow(
     rate_profile: RateProfileOpt = None,
     seed: SeedOverride = None,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     json_out: Annotated[bool, _JSON] = False,
 ) -> None:
@@ -209,7 +220,7 @@ def bench_ab_shadow(
         raise ConfigError(f"--rates {rates!r}: expected comma-separated numbers, e.g. 0.01,0.05") from None
     check_rates(rate_list, "--rates")
     cfg = load_ab_config(config)
-    override = _env_override(trace, format, size_model, rate, seed, limit, params, rate_profile)
+    override = _env_override(trace, format, size_model, rate, seed, limit, params, rate_profile, start)
     if override is not None:
         cfg = cfg.model_copy(update={"workload": None})
     report = validate_shadow(cfg, rate_list, env_override=override)

@@ -18,6 +18,7 @@ from cachetuner.cli.trace_options import (
     RateProfileOpt,
     SeedOpt,
     SizeModelOpt,
+    StartOpt,
     load_trace_from_options,
 )
 from cachetuner.errors import ConfigError
@@ -94,6 +95,7 @@ def replay_cmd(
     size_model: SizeModelOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -117,7 +119,7 @@ def replay_cmd(
         miss_latency_ms=miss_latency_ms, miss_sigma=miss_sigma, seed=seed, ttl_policy=ttl_policy,
         stack_dir=str(stack_dir) if stack_dir is not None else None,
     )  # fmt: skip
-    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile)
+    tr = load_trace_from_options(trace, format, size_model, rate, seed, limit, params, rate_profile, start)
     total = max_requests or (None if loop else len(tr))
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task(f"replaying {tr.name}", total=total)
@@ -203,6 +205,7 @@ def fidelity_cmd(
     size_model: SizeModelOpt = None,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
+    start: StartOpt = 0,
     params: ParamsOpt = None,
     sizes: Annotated[str, typer.Option("--sizes", help="maxmemory as % of the working set.")] = "5%,20%,50%",
     policies: Annotated[str, typer.Option("--policies", help="Comma-separated policies (default: all 8).")] = "",
@@ -225,7 +228,7 @@ def fidelity_cmd(
         FidelityOptions,
         {"sizes": _fractions(sizes), "policies": pols, "rate": rate, "pipeline": pipeline, "scenarios": scenarios, "seed": seed},
     )
-    tr = load_trace_from_options(trace, format, size_model, None, seed, limit, params)
+    tr = load_trace_from_options(trace, format, size_model, None, seed, limit, params, start=start)
     n_runs = len(opts.sizes) * len(pols) + (2 if scenarios else 0) + 1
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("fidelity", total=n_runs + 1)

@@ -107,8 +107,8 @@ def test_cli_rate_profile_reaches_the_workload(
     trace = root.parent / "shared" / "traces" / "cache2k" / "web12.trace"
     monkeypatch.setattr(sys, "argv", [
         "cachetuner", "ab", "--config", str(config), "--trace", str(trace), "--format", "raw-be-i4",
-        "--rate", "100", "--rate-profile", "bursts:200,0.5", "--limit", "20000", "--max-intervals", "8",
-        "--no-track", "--json",
+        "--rate", "100", "--rate-profile", "bursts:200,0.5", "--start", "30000", "--limit", "20000",
+        "--max-intervals", "8", "--no-track", "--json",
     ])  # fmt: skip
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:
@@ -116,12 +116,13 @@ def test_cli_rate_profile_reaches_the_workload(
     assert exc.value.code in (0, None)
     doc = json.loads(capsys.readouterr().out)
     (w,) = doc["meta"]["workload"]
-    assert (w["rate"], w["rate_profile"]) == (100.0, "bursts:200,0.5")
+    assert (w["rate"], w["rate_profile"], w["start"], w["limit"]) == (100.0, "bursts:200,0.5", 30_000, 20_000)
     assert doc["intervals"] == 8
 
 
 @pytest.mark.parametrize(("args", "match"), [
-    (["--rate-profile", "bursts:600,0.25"], "--rate-profile/--seed/--limit/--params need --trace"),
+    (["--rate-profile", "bursts:600,0.25"], "--rate-profile/--seed/--start/--limit/--params need --trace"),
+    (["--start", "1000"], "--rate-profile/--seed/--start/--limit/--params need --trace"),
     (["--trace", "bundled:web12", "--rate-profile", "bursts:600,2"], "--rate-profile: "),
 ])  # fmt: skip
 def test_cli_rate_profile_mistakes_are_one_line(args: list[str], match: str) -> None:
