@@ -183,7 +183,7 @@ class MRCDecider:
         else:
             self._policy_streak = 0
         size = cc.best_size if cc.best_size > cur.maxmemory else self._band_edge(cc, best_policy, cur.maxmemory,
-                                                                                 s.hysteresis)
+                                                                                 s.hysteresis, self._shrink_band(prices))
         target = (best_policy, space.clip(size))
         if self._near(target, self._candidate):
             self._streak += 1
@@ -207,7 +207,10 @@ class MRCDecider:
         if quick and s.budget_quick_confirm is not None and target[1] == cur.maxmemory:  # a policy-only move
             need = min(need, s.budget_quick_confirm)
         band = s.hysteresis_growth if (s.hysteresis_growth is not None and target[1] > cur.maxmemory) else s.hysteresis
-        if self._streak < need or saving <= band * max(now, 0.0):
+        margin = band * max(now, 0.0)
+        if shrink and self._shrink_band(prices) is not None:
+            margin = float(self._shrink_band(prices) or 0.0)
+        if self._streak < need or saving <= margin:
             return cur
         if shrink and self._regrows(prices, target[1], space):
             return cur
@@ -374,12 +377,18 @@ class MRCDecider:
             return cur
         return self._move(cur, (cur.maxmemory_policy, size))
 
+    def _shrink_band(self, prices: Prices) -> float | None:
+        """``shrink_band_misses``: a shrink's band in cost, the GETs' share missing (None: off)."""
+        share = self.settings.shrink_band_misses
+        return None if share is None else share * self.rate * prices.miss
+
     @staticmethod
-    def _band_edge(cc: CostCurve, policy: str, current: int, band: float) -> int:
+    def _band_edge(cc: CostCurve, policy: str, current: int, band: float, absolute: float | None = None) -> int:
         """For a shrink: the size nearest to ``current`` whose predicted cost is within ``band`` of the
-        optimum (drop only as much warm data as the curve insists on)."""
+        optimum (drop only as much warm data as the curve insists on); ``absolute``: the band in cost instead."""
         costs = cc.cost[policy]
-        ok = cc.sizes[costs <= costs.min() * (1 + band)]
+        least = float(costs.min())
+        ok = cc.sizes[costs <= (least + absolute if absolute is not None else least * (1 + band))]
         if not len(ok):
             return cc.best_size
         if ok.min() <= current <= ok.max():

@@ -23,6 +23,11 @@ class MRCControlSettings(BaseModel):
         "growth keeps the data it lets in, so a narrower band for growths alone does not risk dropping warm data "
         "(adopted 2026-12-05 by the rule of experiments/suite-audit-17.yaml, written before its run)"
     )
+    shrink_band_misses: float | None = Field(
+        None, ge=0, le=1, description="a shrink's band as the cost of this share of the interval's GETs missing, instead "
+        "of `hysteresis` x the predicted cost: the band guards against the curves' error in hit ratio, whose cost is "
+        "that share of the GETs whatever the hit ratio; the memory side of a cost is exact. null = `hysteresis`"
+    )
     confirm: int = Field(3, ge=1, description="intervals in a row the same target must win before growing")
     shrink_confirm: int = Field(
         8, ge=1, description="intervals in a row a smaller target must win before shrinking (a shrink drops warm data)"

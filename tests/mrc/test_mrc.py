@@ -744,3 +744,34 @@ def test_a_growth_band_narrows_the_hysteresis_for_growths_alone(
     dec = rule()
     out = [large := dec.decide(flat, dear, 1000.0, large, space) for _ in range(3)][-1]
     assert (out.maxmemory < sizes[-1]) == shrinks
+
+
+def test_shrink_band_misses_lets_a_scan_give_back_memory_the_total_cost_band_holds() -> None:
+    """``shrink_band_misses``: in a scan (hit ratio 0 at every size) memory worth 2 % of the interval's cost cannot
+    clear the 3 % band on the total cost, but clears a band of 1 % of the GETs missing; a warm cache whose shrink
+    would cost 14 more misses an interval stays with either band."""
+    from cachetuner.mrc import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
+    ev = {"allkeys-lru": np.full(8, 5000.0)}
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    large = RedisConfig(maxmemory=int(sizes[-1]), maxmemory_policy="allkeys-lru")
+    # 1,000 GETs at one unit a miss; 64 MiB of memory is worth 20 units an interval (2 % of the scan's 1,020)
+    dear = Prices(memory_per_gib_hour=115_200.0, miss=1.0, switch=0.0, interval_s=10)
+    assert float(dear.memory_cost(64 << 20)) == pytest.approx(20.0)
+
+    def run(curves: MissRatioCurves, share: float | None) -> int:
+        dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0,
+                                            fill_headroom=None, shrink_band_misses=share))
+        cur = large
+        for _ in range(3):
+            cur = dec.decide(curves, dear, 1000.0, cur, space)
+        return cur.maxmemory
+
+    scan = MissRatioCurves(sizes, {"allkeys-lru": np.zeros(8)}, weight=dict(ev), evidence=ev)
+    assert run(scan, None) == sizes[-1]  # 20 units saved < 3 % of 1,020
+    assert run(scan, 0.01) < sizes[-1]  # 20 units saved > 1 % of 1,000 GETs missing (10 units)
+    warm = MissRatioCurves(sizes, {"allkeys-lru": np.array([0.936] * 7 + [0.95])}, weight=dict(ev), evidence=ev)
+    assert run(warm, None) == run(warm, 0.01) == sizes[-1]  # the refill of 14 more misses an interval outweighs it
