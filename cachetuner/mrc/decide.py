@@ -207,9 +207,8 @@ class MRCDecider:
         if quick and s.budget_quick_confirm is not None and target[1] == cur.maxmemory:  # a policy-only move
             need = min(need, s.budget_quick_confirm)
         band = s.hysteresis_growth if (s.hysteresis_growth is not None and target[1] > cur.maxmemory) else s.hysteresis
-        margin = band * max(now, 0.0)
-        if shrink and self._shrink_band(prices) is not None:
-            margin = float(self._shrink_band(prices) or 0.0)
+        in_misses = self._shrink_band(prices) if shrink else None
+        margin = in_misses if in_misses is not None else band * max(now, 0.0)
         if self._streak < need or saving <= margin:
             return cur
         if shrink and self._regrows(prices, target[1], space):

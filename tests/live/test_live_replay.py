@@ -87,23 +87,20 @@ def test_pacing_and_bounds(redis_only: LocalStack) -> None:
 
 
 def test_replay_cli_json(live_stack: LocalStack, cli_env: dict[str, str]) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "cachetuner.cli.main", "replay", "--trace", "bundled:web07", "--stack-dir", str(live_stack.dir),
-         "--max-requests", "3000", "--size-model", "fixed:100", "--sample-rate", "0", "--json"],
-        capture_output=True, text=True, timeout=120, env=cli_env, check=False,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    d = json.loads(out.stdout)
+    def replay_cli(*args: str) -> dict:
+        out = subprocess.run(
+            [sys.executable, "-m", "cachetuner.cli.main", "replay", "--trace", "bundled:web07", "--stack-dir",
+             str(live_stack.dir), "--size-model", "fixed:100", "--sample-rate", "0", "--json", *args],
+            capture_output=True, text=True, timeout=120, env=cli_env, check=False,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    d = replay_cli("--max-requests", "3000")
     assert d["requests"] == 3000 and d["hits"] + d["misses"] == 3000
     assert d["metrics_port"] > 0
     # --start: a window of the trace, replayed to its end (its last 1,000 requests here)
-    out = subprocess.run(
-        [sys.executable, "-m", "cachetuner.cli.main", "replay", "--trace", "bundled:web07", "--stack-dir", str(live_stack.dir),
-         "--start", "49000", "--size-model", "fixed:100", "--sample-rate", "0", "--json"],
-        capture_output=True, text=True, timeout=120, env=cli_env, check=False,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["requests"] == 1000
+    assert replay_cli("--start", "49000")["requests"] == 1000
 
 
 def test_bench_replay_json(cli_env: dict[str, str]) -> None:
