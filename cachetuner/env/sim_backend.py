@@ -68,12 +68,10 @@ def load_workload(spec: WorkloadSpec) -> Trace:
     elif spec.format == "tenants":
         trace = load_tenant_workload(spec.trace)
     else:
-        kwargs: dict = {"seed": spec.seed, "params": dict(spec.params)}
+        kwargs: dict = {"seed": spec.seed, "params": dict(spec.params), "start": spec.start}
         for name in ("size_model", "rate", "rate_profile", "limit"):
             if getattr(spec, name) is not None:
                 kwargs[name] = getattr(spec, name)
-        if spec.start:
-            kwargs["start"] = spec.start
         trace = read_trace(spec.trace, spec.format, **kwargs)
     if spec.ttl is not None and not spec.skip:  # a skipped view has its whole trace's TTLs already
         trace = apply_ttl_policy(trace, spec.ttl)

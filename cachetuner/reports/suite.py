@@ -235,15 +235,23 @@ def cached_policy(model: str) -> PolicyArtifact:
     return load_policy(model)
 
 
+def trace_env(cfg: TrainConfig, tr: SuiteTrace, price: PriceEntry, seed: int, intervals: int | None = None,
+              key_draw: int = 0) -> EnvConfig:
+    """The evaluation env of one suite trace under one price regime and seed: every reading option of ``tr`` passed
+    on (the suite cells and the hotness ablation build their cells alike)."""
+    env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
+                                seed=seed, limit=tr.limit, params=tr.params, intervals=intervals,
+                                prices=price, rate_profile=tr.rate_profile, key_draw=key_draw, start=tr.start)
+    return env_cfg
+
+
 def suite_cell(cfg: TrainConfig, names: list[str], model: str | None, tr: SuiteTrace, price: PriceEntry, seed: int,
                intervals: int | None, history: float | None = None, key_draw: int = 0) -> dict[str, Any]:
     """One cell: every controller on one trace, price regime and seed (a Ray task, or called in turn). With
     ``history``, the cell replays the rest of the trace after that share, and ``recommended`` is sized on it; with
     ``key_draw``, the trace's keys are relabelled (another draw of the curves' key sample)."""
     artifact = cached_policy(model) if (model is not None and "ppo" in names) else None
-    env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
-                                seed=seed, limit=tr.limit, params=tr.params, intervals=intervals,
-                                prices=price, rate_profile=tr.rate_profile, key_draw=key_draw, start=tr.start)
+    env_cfg = trace_env(cfg, tr, price, seed, intervals, key_draw)
     params: dict[str, dict[str, Any]] = {}
     if history is not None:
         env_cfg, params = with_history(env_cfg, history)

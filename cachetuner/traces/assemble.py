@@ -196,9 +196,9 @@ def build_trace(name: str, cols: Columns, opts: ReadOptions, meta: dict | None =
     """Assemble a :class:`Trace` from reader columns, applying start, limit, rate and size model."""
     meta = dict(meta or {})
     total = len(cols.keys)
-    stop = total if opts.stop is None else min(total, opts.stop)
     if total == 0:
         raise TraceError(f"{name}: no requests (empty trace)")
+    stop = total if opts.stop is None else min(total, opts.stop)
     if opts.start >= stop:
         raise TraceError(f"{name}: start {opts.start:,} is past the trace's last request ({total:,} requests)")
     n = stop - opts.start

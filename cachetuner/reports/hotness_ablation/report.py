@@ -42,8 +42,7 @@ def evaluate_runs(
     from cachetuner.control.settings import ControlSettings
     from cachetuner.errors import ConfigError
     from cachetuner.evaluation.compare import evaluate_controllers
-    from cachetuner.reports.evaluate import evaluation_env
-    from cachetuner.reports.suite import SuiteConfig, _training_traces, price_label
+    from cachetuner.reports.suite import SuiteConfig, _training_traces, price_label, trace_env
     from cachetuner.yamlconfig import load_model
 
     suite = load_model(SuiteConfig, Path(suite_path)).located(Path(suite_path))
@@ -63,9 +62,7 @@ def evaluate_runs(
             continue
         for price in suite.prices:
             for s in seeds:
-                env_cfg, _ = evaluation_env(cfg, trace=tr.trace, fmt=tr.format, size_model=tr.size_model, rate=tr.rate,
-                                            seed=s, limit=tr.limit, params=tr.params, intervals=intervals or suite.intervals,
-                                            prices=price, rate_profile=tr.rate_profile, start=tr.start)
+                env_cfg = trace_env(cfg, tr, price, s, intervals or suite.intervals)
                 t0 = time.perf_counter()
                 names = ["static-default", "best-static", *[r for r in references if r not in ("static-default", "best-static")]]
                 ref = evaluate_controllers(env_cfg, build_controllers(names, cfg.controllers, seed=s), seed=s)
