@@ -12,6 +12,11 @@ between two scrapes, each interval would be read up to one scrape interval early
 a 1 s scrape, a third of the interval before. So the replay starts right after a scrape of its own
 ``/metrics`` (``ReplayOptions.start_on_scrape``): when ``w`` is a whole number of scrape intervals,
 every boundary then falls just after a scrape, and interval ``j`` read back is interval ``j`` sent.
+"Just after" is about 10 ms, and a scrape that starts later than that (Prometheus's ticker under a
+loaded machine) would land past its boundary: its counts would move to the next interval, and past
+the last boundary they would be lost (a CI run read half of the last interval's GETs). So each
+interval is read half a scrape interval after its boundaries (:data:`READ_OFFSET_S`): the window
+then still ends on the scrape at the boundary, late or not, and starts after the one before it.
 
 Requests go out in exact trace order (``exact_order``): otherwise a batch defers every repeat of a
 key to a later batch, one a batch, and a key requested more often than batches go out (gold's
@@ -111,6 +116,11 @@ class StreamDrain:
         return self.entries
 
 
+#: Read each interval's window this much after its wall boundaries (see the module docstring): a
+#: scrape at most this late still counts in its own interval, and the next one is not yet due.
+READ_OFFSET_S = SCRAPE_INTERVAL_S / 2
+
+
 def wall_interval(interval_s: float, speedup: float) -> float:
     """Wall seconds per interval; must be at least one scrape interval for PromQL to resolve it."""
     w = interval_s / speedup
@@ -179,11 +189,12 @@ def serve_trace(
             res = replay(trace, info.redis_url, opts, keyspace=keyspace)
         finally:
             entries = drain.stop() if drain is not None else []
-        wait = res.wall_start + n * w + backend.settle_s - time.time()
+        ws = res.wall_start + READ_OFFSET_S
+        wait = ws + n * w + backend.settle_s - time.time()
         if wait > 0:  # the last interval's end must have been scraped
             time.sleep(wait)
-        snaps = [backend.read(res.wall_start + j * w, res.wall_start + (j + 1) * w) for j in range(n)]
-        _client_hits(snaps, info.prometheus_url, res, w)
+        snaps = [backend.read(ws + j * w, ws + (j + 1) * w) for j in range(n)]
+        _client_hits(snaps, info.prometheus_url, res, ws, w)
         stream = (
             mirrored_stream(entries, res.wall_start, t0, speedup, sample_rate) if sample_rate > 0 else None
         )
@@ -193,11 +204,12 @@ def serve_trace(
     return ServedRun(res, snaps, w, scrape_aligned(w) and res.start_on_scrape, stream, empty)
 
 
-def _client_hits(snaps: list[MetricsSnapshot], prometheus_url: str, res: ReplayResult, w: float) -> None:
+def _client_hits(snaps: list[MetricsSnapshot], prometheus_url: str, res: ReplayResult, ws: float, w: float) -> None:
     """Set each interval's hits and misses to this replay's own (``cachetuner_{hits,misses}_total`` of
     its endpoint, on the replayer's scrape grid) instead of redis_exporter's keyspace counters, which are
     scraped on another phase and count every lookup of the server (the stream's reads too): the hit
-    ratio is then the application's, over the same GETs as ``gets``, as in the simulator."""
+    ratio is then the application's, over the same GETs as ``gets``, as in the simulator. Interval ``j``
+    is read over ``[ws + j·w, ws + (j+1)·w]``, the windows of the snapshots."""
     from prometheus_api_client import PrometheusConnect
 
     if res.metrics_port is None:
@@ -206,7 +218,7 @@ def _client_hits(snaps: list[MetricsSnapshot], prometheus_url: str, res: ReplayR
     sel = f'{{instance="127.0.0.1:{res.metrics_port}"}}'
     win = f"{max(1, round(w * 1000))}ms"
     for j, snap in enumerate(snaps):
-        at = {"time": f"{res.wall_start + (j + 1) * w:.3f}"}
+        at = {"time": f"{ws + (j + 1) * w:.3f}"}
         got = {}
         for name in ("hits", "misses"):
             m = f"cachetuner_{name}_total{sel}"
