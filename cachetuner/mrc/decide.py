@@ -182,8 +182,10 @@ class MRCDecider:
                 best_policy = cur.maxmemory_policy
         else:
             self._policy_streak = 0
+        cap = self._shrink_cap(prices, curves, cur)
         size = cc.best_size if cc.best_size > cur.maxmemory else self._band_edge(cc, best_policy, cur.maxmemory,
-                                                                                 s.hysteresis, self._shrink_band(prices))
+                                                                                 s.hysteresis, self._shrink_band(prices),
+                                                                                 cap)
         target = (best_policy, space.clip(size))
         if self._near(target, self._candidate):
             self._streak += 1
@@ -209,6 +211,8 @@ class MRCDecider:
         band = s.hysteresis_growth if (s.hysteresis_growth is not None and target[1] > cur.maxmemory) else s.hysteresis
         in_misses = self._shrink_band(prices) if shrink else None
         margin = in_misses if in_misses is not None else band * max(now, 0.0)
+        if shrink and cap is not None:
+            margin = min(margin, cap)
         if self._streak < need or saving <= margin:
             return cur
         if shrink and self._regrows(prices, target[1], space):
@@ -381,13 +385,31 @@ class MRCDecider:
         share = self.settings.shrink_band_misses
         return None if share is None else share * self.rate * prices.miss
 
+    def _shrink_cap(self, prices: Prices, curves: MissRatioCurves, cur: RedisConfig) -> float | None:
+        """``shrink_band_cap_misses``: the most a shrink's band may be, in cost (None: off, or not a scan by
+        ``shrink_band_cap_hit_ratio``)."""
+        s = self.settings
+        if s.shrink_band_cap_misses is None:
+            return None
+        if s.shrink_band_cap_hit_ratio is not None:
+            if cur.maxmemory_policy not in curves.hit:
+                return None
+            if float(curves.monotone().hit_ratio(cur.maxmemory_policy, cur.maxmemory)) >= s.shrink_band_cap_hit_ratio:
+                return None
+        return s.hysteresis * float(prices.memory_cost(cur.maxmemory)) + s.shrink_band_cap_misses * self.rate * prices.miss
+
     @staticmethod
-    def _band_edge(cc: CostCurve, policy: str, current: int, band: float, absolute: float | None = None) -> int:
+    def _band_edge(cc: CostCurve, policy: str, current: int, band: float, absolute: float | None = None,
+                   cap: float | None = None) -> int:
         """For a shrink: the size nearest to ``current`` whose predicted cost is within ``band`` of the
-        optimum (drop only as much warm data as the curve insists on); ``absolute``: the band in cost instead."""
+        optimum (drop only as much warm data as the curve insists on); ``absolute``: the band in cost instead;
+        ``cap``: the band in cost at most."""
         costs = cc.cost[policy]
         least = float(costs.min())
-        ok = cc.sizes[costs <= (least + absolute if absolute is not None else least * (1 + band))]
+        limit = least + absolute if absolute is not None else least * (1 + band)
+        if cap is not None:
+            limit = min(limit, least + cap)
+        ok = cc.sizes[costs <= limit]
         if not len(ok):
             return cc.best_size
         if ok.min() <= current <= ok.max():

@@ -28,6 +28,21 @@ class MRCControlSettings(BaseModel):
         "of `hysteresis` x the predicted cost: the band guards against the curves' error in hit ratio, whose cost is "
         "that share of the GETs whatever the hit ratio; the memory side of a cost is exact. null = `hysteresis`"
     )
+    shrink_band_cap_misses: float | None = Field(
+        None, ge=0, le=1, description="a shrink's band is at most the `hysteresis` share of the memory cost at the "
+        "current size plus the cost of this share of the interval's GETs missing (today's band where that is smaller): "
+        "the band guards against the curves' error in hit ratio (~1 pp), whose cost does not grow with the misses no "
+        "size avoids; on a scan-like trace (hit ratio of a few %) a share of the whole cost, nearly all unavoidable "
+        "misses, blocks every shrink whose memory saving is real. Unlike shrink_band_misses it only ever narrows the "
+        "band, and only where misses are over about a third of the GETs. null = off"
+    )
+    shrink_band_cap_hit_ratio: float | None = Field(
+        0.2, gt=0, le=1, description="shrink_band_cap_misses applies only while the curves' predicted hit ratio at the "
+        "size and policy in force is below this: a scan, where most GETs miss at any size near the one in force. A "
+        "loop longer than the cache also misses often, but a young curve underrates the large cache that holds it, "
+        "so the curves' error there is larger than the cap allows (on seen cells the cap alone gave back warm loops: "
+        "LIRS gli and multi1, mixed-phases). null = wherever the cap is on"
+    )
     confirm: int = Field(3, ge=1, description="intervals in a row the same target must win before growing")
     shrink_confirm: int = Field(
         8, ge=1, description="intervals in a row a smaller target must win before shrinking (a shrink drops warm data)"

@@ -775,3 +775,39 @@ def test_shrink_band_misses_lets_a_scan_give_back_memory_the_total_cost_band_hol
     assert run(scan, 0.01) < sizes[-1]  # 20 units saved > 1 % of 1,000 GETs missing (10 units)
     warm = MissRatioCurves(sizes, {"allkeys-lru": np.array([0.936] * 7 + [0.95])}, weight=dict(ev), evidence=ev)
     assert run(warm, None) == run(warm, 0.01) == sizes[-1]  # the refill of 14 more misses an interval outweighs it
+
+
+def test_shrink_band_cap_narrows_the_band_of_a_scan_only() -> None:
+    """``shrink_band_cap_misses``: a scan (no hits at any size) with 64 MiB worth 25 units an interval gives its memory
+    back: the rule shrinks when the saving clears the band twice (the target is the band's edge, the saving must
+    exceed the band), and 24.6 units clear twice the cap (3 % of the memory, 0.75, plus 1 % of 1,000 GETs missing,
+    10) but not twice 3 % of the cost (1,025). Warm caches (misses 5-10 % of the GETs) keep today's band, which is
+    under the cap, so the cap changes nothing there."""
+    from cachetuner.mrc import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
+    ev = {"allkeys-lru": np.full(8, 5000.0)}
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    large = RedisConfig(maxmemory=int(sizes[-1]), maxmemory_policy="allkeys-lru")
+    dear = Prices(memory_per_gib_hour=144_000.0, miss=1.0, switch=0.0, interval_s=10)
+
+    def run(curves: MissRatioCurves, cap: float | None) -> int:
+        dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0,
+                                            fill_headroom=None, shrink_band_cap_misses=cap))
+        cur = large
+        for _ in range(3):
+            cur = dec.decide(curves, dear, 1000.0, cur, space)
+        return cur.maxmemory
+
+    scan = MissRatioCurves(sizes, {"allkeys-lru": np.zeros(8)}, weight=dict(ev), evidence=ev)
+    assert run(scan, None) == sizes[-1]
+    assert run(scan, 0.01) < sizes[-1]
+    assert float(dear.memory_cost(64 << 20)) == pytest.approx(25.0)
+    warm = np.array([0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.949, 0.95])
+    curves = MissRatioCurves(sizes, {"allkeys-lru": warm}, weight=dict(ev), evidence=ev)
+    assert run(curves, None) == run(curves, 0.01)
+    flat_top = MissRatioCurves(sizes, {"allkeys-lru": np.array([0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.94, 0.95])},
+                               weight=dict(ev), evidence=ev)
+    assert run(flat_top, None) == run(flat_top, 0.01) == sizes[-1]
