@@ -746,35 +746,37 @@ def test_a_growth_band_narrows_the_hysteresis_for_growths_alone(
     assert (out.maxmemory < sizes[-1]) == shrinks
 
 
-def test_shrink_band_misses_lets_a_scan_give_back_memory_the_total_cost_band_holds() -> None:
-    """``shrink_band_misses``: in a scan (hit ratio 0 at every size) memory worth 2 % of the interval's cost cannot
-    clear the 3 % band on the total cost, but clears a band of 1 % of the GETs missing; a warm cache whose shrink
-    would cost 14 more misses an interval stays with either band."""
+def _shrunk_to(hit: list[float] | np.ndarray, memory_per_gib_hour: float, **settings: object) -> int:
+    """``maxmemory`` after three decisions from 64 MiB, 1,000 GETs an interval at one unit a miss, on an LRU curve of
+    ``hit`` at 8 log-spaced sizes (1-64 MiB) with ample evidence, every gate but the bands at its quickest."""
     from cachetuner.mrc import MissRatioCurves
     from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
     from cachetuner.space import ConfigSpace
 
     sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
     ev = {"allkeys-lru": np.full(8, 5000.0)}
+    curves = MissRatioCurves(sizes, {"allkeys-lru": np.asarray(hit, float)}, weight=dict(ev), evidence=ev)
     space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
-    large = RedisConfig(maxmemory=int(sizes[-1]), maxmemory_policy="allkeys-lru")
-    # 1,000 GETs at one unit a miss; 64 MiB of memory is worth 20 units an interval (2 % of the scan's 1,020)
-    dear = Prices(memory_per_gib_hour=115_200.0, miss=1.0, switch=0.0, interval_s=10)
-    assert float(dear.memory_cost(64 << 20)) == pytest.approx(20.0)
+    prices = Prices(memory_per_gib_hour=memory_per_gib_hour, miss=1.0, switch=0.0, interval_s=10)
+    dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0,
+                                        fill_headroom=None, **settings))  # type: ignore[arg-type]
+    cur = RedisConfig(maxmemory=64 << 20, maxmemory_policy="allkeys-lru")
+    for _ in range(3):
+        cur = dec.decide(curves, prices, 1000.0, cur, space)
+    return cur.maxmemory
 
-    def run(curves: MissRatioCurves, share: float | None) -> int:
-        dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0,
-                                            fill_headroom=None, shrink_band_misses=share))
-        cur = large
-        for _ in range(3):
-            cur = dec.decide(curves, dear, 1000.0, cur, space)
-        return cur.maxmemory
 
-    scan = MissRatioCurves(sizes, {"allkeys-lru": np.zeros(8)}, weight=dict(ev), evidence=ev)
-    assert run(scan, None) == sizes[-1]  # 20 units saved < 3 % of 1,020
-    assert run(scan, 0.01) < sizes[-1]  # 20 units saved > 1 % of 1,000 GETs missing (10 units)
-    warm = MissRatioCurves(sizes, {"allkeys-lru": np.array([0.936] * 7 + [0.95])}, weight=dict(ev), evidence=ev)
-    assert run(warm, None) == run(warm, 0.01) == sizes[-1]  # the refill of 14 more misses an interval outweighs it
+def test_shrink_band_misses_lets_a_scan_give_back_memory_the_total_cost_band_holds() -> None:
+    """``shrink_band_misses``: in a scan (hit ratio 0 at every size) memory worth 2 % of the interval's cost cannot
+    clear the 3 % band on the total cost, but clears a band of 1 % of the GETs missing; a warm cache whose shrink
+    would cost 14 more misses an interval stays with either band."""
+    # 64 MiB of memory is worth 20 units an interval (2 % of the scan's 1,020)
+    assert float(Prices(memory_per_gib_hour=115_200.0, miss=1.0, interval_s=10).memory_cost(64 << 20)) == pytest.approx(20.0)
+    scan, warm = np.zeros(8), [0.936] * 7 + [0.95]
+    assert _shrunk_to(scan, 115_200.0) == 64 << 20  # 20 units saved < 3 % of 1,020
+    assert _shrunk_to(scan, 115_200.0, shrink_band_misses=0.01) < 64 << 20  # 20 > 1 % of 1,000 GETs missing (10)
+    # the refill of 14 more misses an interval outweighs it
+    assert _shrunk_to(warm, 115_200.0) == _shrunk_to(warm, 115_200.0, shrink_band_misses=0.01) == 64 << 20
 
 
 def test_shrink_band_cap_narrows_the_band_of_a_scan_only() -> None:
@@ -782,32 +784,16 @@ def test_shrink_band_cap_narrows_the_band_of_a_scan_only() -> None:
     back: the rule shrinks when the saving clears the band twice (the target is the band's edge, the saving must
     exceed the band), and 24.6 units clear twice the cap (3 % of the memory, 0.75, plus 1 % of 1,000 GETs missing,
     10) but not twice 3 % of the cost (1,025). Warm caches (misses 5-10 % of the GETs) keep today's band, which is
-    under the cap, so the cap changes nothing there."""
-    from cachetuner.mrc import MissRatioCurves
-    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
-    from cachetuner.space import ConfigSpace
-
-    sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
-    ev = {"allkeys-lru": np.full(8, 5000.0)}
-    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
-    large = RedisConfig(maxmemory=int(sizes[-1]), maxmemory_policy="allkeys-lru")
-    dear = Prices(memory_per_gib_hour=144_000.0, miss=1.0, switch=0.0, interval_s=10)
-
-    def run(curves: MissRatioCurves, cap: float | None) -> int:
-        dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0,
-                                            fill_headroom=None, shrink_band_cap_misses=cap))
-        cur = large
-        for _ in range(3):
-            cur = dec.decide(curves, dear, 1000.0, cur, space)
-        return cur.maxmemory
-
-    scan = MissRatioCurves(sizes, {"allkeys-lru": np.zeros(8)}, weight=dict(ev), evidence=ev)
-    assert run(scan, None) == sizes[-1]
-    assert run(scan, 0.01) < sizes[-1]
-    assert float(dear.memory_cost(64 << 20)) == pytest.approx(25.0)
-    warm = np.array([0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.949, 0.95])
-    curves = MissRatioCurves(sizes, {"allkeys-lru": warm}, weight=dict(ev), evidence=ev)
-    assert run(curves, None) == run(curves, 0.01)
-    flat_top = MissRatioCurves(sizes, {"allkeys-lru": np.array([0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.94, 0.95])},
-                               weight=dict(ev), evidence=ev)
-    assert run(flat_top, None) == run(flat_top, 0.01) == sizes[-1]
+    under the cap, so the cap changes nothing there; a flat curve at 30 % hits is past ``shrink_band_cap_hit_ratio``
+    (0.2), so the cap is off there unless that condition is."""
+    assert float(Prices(memory_per_gib_hour=144_000.0, miss=1.0, interval_s=10).memory_cost(64 << 20)) == pytest.approx(25.0)
+    scan = np.zeros(8)
+    assert _shrunk_to(scan, 144_000.0) == 64 << 20
+    assert _shrunk_to(scan, 144_000.0, shrink_band_cap_misses=0.01) < 64 << 20
+    for warm in ([0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.949, 0.95], [0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.94, 0.95]):
+        assert _shrunk_to(warm, 144_000.0) == _shrunk_to(warm, 144_000.0, shrink_band_cap_misses=0.01)
+    assert _shrunk_to([0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.94, 0.95], 144_000.0, shrink_band_cap_misses=0.01) == 64 << 20
+    # 30 % hits everywhere: 3 % of 725 is 21.75, twice that is over the 24.6 saved; the cap (10.75) is not
+    flat = np.full(8, 0.3)
+    assert _shrunk_to(flat, 144_000.0, shrink_band_cap_misses=0.01) == 64 << 20
+    assert _shrunk_to(flat, 144_000.0, shrink_band_cap_misses=0.01, shrink_band_cap_hit_ratio=None) < 64 << 20
