@@ -296,9 +296,11 @@ class MRCDecider:
     def _cold_growth(self, snap: MetricsSnapshot, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """``cur`` grown by ``cold_growth`` (see the setting) when it applies to a cache that is full at ``cur``:
         on, with the fill cap, under an ``allkeys-*`` policy (the cap's condition), the curves never ready since
-        the reset, and the interval's hits worth at least the memory held. Else ``cur``."""
+        the reset (or within ``cold_growth_intervals`` of it), and the interval's hits worth at least the memory
+        held. Else ``cur``."""
         s = self.settings
-        if (not s.cold_growth or self.fill is None or self._was_ready or not cur.maxmemory_policy.startswith("allkeys-")
+        late = self._was_ready and not (s.cold_growth_intervals is not None and self._seen <= s.cold_growth_intervals)
+        if (not s.cold_growth or self.fill is None or late or not cur.maxmemory_policy.startswith("allkeys-")
                 or snap.hits * prices.miss < prices.memory_cost(cur.maxmemory)):
             return cur
         if self._cold_base is None:

@@ -229,3 +229,22 @@ def test_before_the_curves_are_ready_the_memory_held_is_what_the_hits_pay_for() 
     out = unpriced.decide_after(snap(20 * MiB), None, free, big, SPACE)
     # free memory: free growth takes the largest size, and the bound leaves it there
     assert unpriced.fill is not None and unpriced.fill.intended(out).maxmemory == SPACE.max_bytes
+
+
+def test_cold_growth_intervals_keeps_growing_a_full_cache_for_that_many_intervals() -> None:
+    """``cold_growth_intervals``: with curves ready at once (the cold phase ends after ``confirm`` intervals), a full
+    cache whose hits pay for its memory keeps growing under the fill cap through interval N since the reset, not
+    after; the rule's own decisions (here: hold, with a wide band) come first."""
+    def sizes(n: int | None) -> list[int]:
+        rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=n))
+        cur, out = START, []
+        for _ in range(6):
+            cur = rule.decide_after(_full(rule.fill.intended(cur).maxmemory if rule.fill else cur.maxmemory),
+                                    _curves(10_000.0), PRICES, cur, SPACE)
+            out.append(rule.fill.intended(cur).maxmemory if rule.fill else cur.maxmemory)
+        return out
+
+    assert sizes(None) == [START.maxmemory] * 6  # ready at the first interval: no cold growth at all
+    grown = sizes(4)
+    assert all(b > a for a, b in zip([START.maxmemory, *grown[:3]], grown[:4], strict=True))  # intervals 1-4 grow
+    assert grown[4] == grown[5] == grown[3]  # then the size holds
