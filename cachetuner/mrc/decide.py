@@ -115,6 +115,7 @@ class MRCDecider:
         self._cold_n = 0
         self._start_used: float | None = None  # the bytes in use at the first fresh interval (cold_memory_bound's floor)
         self._was_ready = warm  # the curves have been ready since the last reset (cold_growth stops for good)
+        self._warm = warm  # started with curves that watched history: no cold growth at all (cold_growth_intervals)
         self._cold_base: int | None = None  # the chosen size before cold growth, until the rule moves on its own
         self._last_snap: MetricsSnapshot | None = None  # the interval decide_after was given (budget_switch_transient)
         self._miss_sum = 0.0  # misses summed over the intervals seen since the reset (regrow_guard's usual level)
@@ -296,10 +297,11 @@ class MRCDecider:
     def _cold_growth(self, snap: MetricsSnapshot, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """``cur`` grown by ``cold_growth`` (see the setting) when it applies to a cache that is full at ``cur``:
         on, with the fill cap, under an ``allkeys-*`` policy (the cap's condition), the curves never ready since
-        the reset (or within ``cold_growth_intervals`` of it), and the interval's hits worth at least the memory
-        held. Else ``cur``."""
+        the reset (or within ``cold_growth_intervals`` of a cold reset: curves that watched history are not young),
+        and the interval's hits worth at least the memory held. Else ``cur``."""
         s = self.settings
-        late = self._was_ready and not (s.cold_growth_intervals is not None and self._seen <= s.cold_growth_intervals)
+        young = s.cold_growth_intervals is not None and self._seen <= s.cold_growth_intervals and not self._warm
+        late = self._was_ready and not young
         if (not s.cold_growth or self.fill is None or late or not cur.maxmemory_policy.startswith("allkeys-")
                 or snap.hits * prices.miss < prices.memory_cost(cur.maxmemory)):
             return cur

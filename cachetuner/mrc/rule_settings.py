@@ -143,12 +143,13 @@ class MRCControlSettings(BaseModel):
         "null = off"
     )
     cold_growth_intervals: int | None = Field(
-        None, ge=1, description="cold growth also after the curves are first ready, in the first this many intervals "
+        10, ge=1, description="cold growth also after the curves are first ready, in the first this many intervals "
         "since the reset, when the rule itself keeps the size: a curve a few intervals old has seen no reuse longer "
         "than its age, so a full cache whose working set is still growing (a trace's warm-up) otherwise grows only as "
         "fast as its curve sees the reuse, a confirmed step at a time (orm-night from 3,588k with LLM sizes at 1,000 "
         "req/s: 64 MiB held through intervals 3-8 at a predicted saving under 1 %, where best-static holds 106). "
-        "null = only while cold"
+        "Adopted 2026-12-06 by the rule written before window audits 9 and 10 ran (docs/control.md). null = only while "
+        "cold (the rule before)"
     )
     cold_return_waits: bool = Field(
         True, description="giving back cold growth's bytes (a shrink that keeps at least the size before the growth) "

@@ -85,7 +85,9 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
         update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True,
                 "fill_amortized": True, "gets_floor_smoothing": 0.01, "budget_policy_gain": 0.01,
                 "budget_min_weight": 100.0, "budget_quick_intervals": 30, "hysteresis_growth": 0.01})
-    assert run_with == MRCControlSettings()
+    # mrc's cold growth for its first ten intervals (2026-12-06) came after this policy's training: its anchor keeps
+    # cold growth as it was, so the two differ in that field alone
+    assert run_with == MRCControlSettings().model_copy(update={"cold_growth_intervals": None})
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5
     follows = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1,

@@ -61,7 +61,8 @@ def test_a_cache_whose_hits_do_not_cover_its_memory_does_not_grow() -> None:
 
 def test_cold_growth_stops_for_good_once_the_curves_have_been_ready() -> None:
     # the rule itself will not move within this test; confirm=1 so that the curves' weight alone ends the cold phase
-    rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None))
+    # (cold_growth_intervals off: the cold phase's own end; the setting's extension is tested below)
+    rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None))
     assert rule.decide_after(_full(START.maxmemory), _curves(10_000.0), PRICES, START, SPACE) == START
     # the shift test restarted the window (young curves again): the cache holds the old regime's data
     assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE) == START
@@ -129,7 +130,8 @@ def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_wait
             sizes_run.append(rule.fill.intended(cur).maxmemory)
         return sizes_run
 
-    grown = run(MRCControlSettings(cold_return_waits=False))  # the rule before 2026-12-03 (evening)
+    young = {"cold_growth_intervals": None}  # the cold phase's own end (the extension past it is tested below)
+    grown = run(MRCControlSettings(cold_return_waits=False, **young))  # the rule before 2026-12-03 (evening)
     # the cold phase lasts `confirm` (3) intervals however much weight the curves have, so the cache, still full,
     # grows once more in the second; then the same target must win 3 intervals in a row
     assert base.maxmemory < grown[0] < grown[1] == grown[2]
@@ -137,11 +139,11 @@ def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_wait
     assert run(MRCControlSettings(cold_growth=None)) == [base.maxmemory] * 5  # off: it evicts at the size it has
     # cold_return_waits: the same return waits for shrink_min_weight's evidence (600 < 1,500 here), not for
     # shrink_confirm; with the evidence it returns as soon as the target has won `confirm` intervals
-    waits = run(MRCControlSettings())  # the default since then
+    waits = run(MRCControlSettings(**young))  # the default since then
     assert waits[:3] == grown[:3] and waits[3] == waits[4] == grown[2]
     ready = MissRatioCurves(sizes, hit={"allkeys-lru": hit}, weight={"allkeys-lru": np.full(8, 2000.0)},
                             evidence={"allkeys-lru": np.full(8, 2000.0)})
-    assert run(MRCControlSettings(cold_return_waits=True))[3] == base.maxmemory
+    assert run(MRCControlSettings(cold_return_waits=True, **young))[3] == base.maxmemory
 
 
 def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_the_misses() -> None:
@@ -160,9 +162,11 @@ def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_
     assert rule.fill is not None and rule.fill.intended(out).maxmemory == space.max_bytes
     assert cur.maxmemory < out.maxmemory < space.max_bytes  # capped at the bytes in use + headroom
     # curves ready from the start (confirm=1: the weight alone ends the cold phase; the rule does not move)
-    ready = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None))
+    # (cold_growth_intervals off: cold growth, which would also grow this full cache, is tested above and below)
+    ready = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None))
     assert ready.decide_after(snap, _curves(10_000.0), scaled, cur, space) == cur
-    once = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None))  # ready once, then young again (a shift-test restart)
+    once = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None,
+                                         cold_growth_intervals=None))  # ready once, then young again (a shift-test restart)
     once.decide_after(snap, _curves(10_000.0), scaled, cur, space)
     assert once.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
     off = MRCDecider(MRCControlSettings(cold_free_growth=None, cold_growth=None))
@@ -173,8 +177,10 @@ def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_
 
 def test_the_cold_phase_lasts_confirm_intervals_even_when_the_curves_are_ready_at_once() -> None:
     """At 1,000 req/s one interval gives the curves their evidence, but a curve of one interval has no reuse
-    longer than one interval: cold growth still runs until ``confirm`` intervals have been seen."""
-    rule = MRCDecider(MRCControlSettings(hysteresis=10.0, hysteresis_growth=None))  # the rule itself will not move within this test
+    longer than one interval: cold growth still runs until ``confirm`` intervals have been seen (and, by default
+    since 2026-12-06, through ``cold_growth_intervals``: off here, tested below)."""
+    rule = MRCDecider(MRCControlSettings(hysteresis=10.0, hysteresis_growth=None,
+                                         cold_growth_intervals=None))  # the rule itself will not move within this test
     assert rule.settings.confirm == 3
     cur, grown = START, []
     for _ in range(4):
@@ -248,3 +254,6 @@ def test_cold_growth_intervals_keeps_growing_a_full_cache_for_that_many_interval
     grown = sizes(4)
     assert all(b > a for a, b in zip([START.maxmemory, *grown[:3]], grown[:4], strict=True))  # intervals 1-4 grow
     assert grown[4] == grown[5] == grown[3]  # then the size holds
+    warm = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=4))
+    warm.reset(warm=True)  # curves that watched history (mrc-history, the daemon's policy.history) are not young
+    assert warm.decide_after(_full(START.maxmemory), _curves(10_000.0), PRICES, START, SPACE) == START
