@@ -81,13 +81,14 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     # and with mrc's slow load floor (gets_floor_smoothing) since 2026-12-05, by the rule written in docs/agent.md
     # and with the quicker budget policy switch in the first 30 intervals since 2026-12-05 (budget audits 6 and 7)
     # and with the narrower band for growths since 2026-12-05 (experiments/suite-audit-17.yaml's rule)
+    # and with mrc's cold growth for its first ten intervals since 2026-12-06 (window audits 11 and 12's rule, after
+    # mrc got it by window audits 9 and 10's)
     assert run_with == art.train_env_config.mrc.anchor.model_copy(
         update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True,
                 "fill_amortized": True, "gets_floor_smoothing": 0.01, "budget_policy_gain": 0.01,
-                "budget_min_weight": 100.0, "budget_quick_intervals": 30, "hysteresis_growth": 0.01})
-    # mrc's cold growth for its first ten intervals (2026-12-06) came after this policy's training: its anchor keeps
-    # cold growth as it was, so the two differ in that field alone
-    assert run_with == MRCControlSettings().model_copy(update={"cold_growth_intervals": None})
+                "budget_min_weight": 100.0, "budget_quick_intervals": 30, "hysteresis_growth": 0.01,
+                "cold_growth_intervals": 10})
+    assert run_with == MRCControlSettings()
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5
     follows = TrainConfig.model_validate({"experiment": "x", "total_timesteps": 1,
