@@ -81,11 +81,14 @@ def cost_curve(
     *,
     policies: list[str] | None = None,
     n: int = 96,
+    shortfall: float = 0.0,
 ) -> CostCurve:
     """Predicted cost at ``n`` log-spaced sizes within ``bounds`` for each policy with a curve.
 
     Reads the monotone (isotonic) version of the curves: a bigger cache never hits less, and a noisy
-    dip must not look like a cheap size.
+    dip must not look like a cheap size. ``shortfall``: each size is charged its memory but credited the hits of
+    ``1 - shortfall`` times that size (a cache that may hold less than its miniature cache; see the rule setting
+    ``size_shortfall``).
     """
     mono = curves.monotone()
     lo, hi = bounds
@@ -94,7 +97,7 @@ def cost_curve(
     for p in policies or mono.policies:
         if p not in mono.hit or not np.all(np.isfinite(mono.hit[p])):
             continue
-        cost[p] = prices.interval_cost(sizes, mono.hit_ratio(p, sizes), gets)
+        cost[p] = prices.interval_cost(sizes, mono.hit_ratio(p, sizes * (1.0 - shortfall)), gets)
     if not cost:
         return CostCurve(sizes, {}, "", int(hi), float("nan"))
     best_p = min(cost, key=lambda p: float(cost[p].min()))

@@ -164,7 +164,7 @@ class MRCDecider:
         if not policies:
             return cur
         cc = cost_curve(curves, prices, self.rate, (space.min_bytes, space.max_bytes), policies=policies,
-                        n=s.n_candidates)
+                        n=s.n_candidates, shortfall=s.size_shortfall or 0.0)
         self.last = cc
         if not cc.cost:
             return cur

@@ -169,6 +169,16 @@ class MRCControlSettings(BaseModel):
         "bytes actually filled. Giving the bytes back then follows the shrink gates. Needs fill_headroom. "
         "null = off"
     )
+    size_shortfall: float | None = Field(
+        None, ge=0, lt=1, description="the cost curve credits each size with the hits its curve predicts at (1 - this) "
+        "times it, and charges the memory of the whole size: the rule asks a size to pay even if the cache holds this "
+        "share less than the miniature cache standing for it. Why: a loop makes a cliff in the curve, and a cache "
+        "chosen at the knee sits under it as soon as it holds a little less than predicted (Redis's fixed memory, "
+        "per-key overhead and the sample's key sizes are estimates, and the 24-point grid interpolates across the "
+        "knee); the loop's hits are lost while a few MiB more would have kept them (LIRS ps with 4 KiB values at 30 "
+        "req/s: 12.x MiB chosen, the knee at 13, 250-280 hits of 300 an interval where 14 MiB hits all). On a smooth "
+        "curve it moves the optimum up by about this share. null = 0"
+    )
     regrow_guard: bool = Field(
         True, description="no shrink to a size from which free growth would grow straight back at the run's usual "
         "miss level (the larger of the smoothed misses and their mean since the reset): such a shrink saves memory "

@@ -144,6 +144,27 @@ def test_cost_curve_prefers_a_small_cache_when_memory_is_dear(web07) -> None:
     assert dear.best_size <= 1.1 * lo
 
 
+def test_size_shortfall_keeps_a_cache_above_a_cliff_and_moves_a_smooth_optimum_little() -> None:
+    """A loop's curve: 50 % hits below 13 MiB, 90 % from it. The plain argmin sits at the knee, where a cache that
+    holds a little less than predicted loses the loop; with a 10 % shortfall the chosen size holds the knee with that
+    margin. On a smooth curve the optimum moves up by at most about the shortfall."""
+    from cachetuner.mrc.curves import MissRatioCurves
+
+    MiB = 1 << 20
+    sizes = np.geomspace(4 * MiB, 64 * MiB, 48)
+    cliff = MissRatioCurves(sizes, hit={"allkeys-lru": np.where(sizes >= 13 * MiB, 0.9, 0.5)})
+    prices = Prices(memory_per_gib_hour=2.0, miss=0.0002, interval_s=10)
+    plain = cost_curve(cliff, prices, 3000, (4 * MiB, 64 * MiB))
+    robust = cost_curve(cliff, prices, 3000, (4 * MiB, 64 * MiB), shortfall=0.1)
+    assert 13 * MiB <= plain.best_size < 13.5 * MiB  # at the knee
+    assert robust.best_size >= 13 * MiB / 0.9  # the knee with 10 % to spare
+    assert robust.best_size < 1.2 * plain.best_size
+    smooth = MissRatioCurves(sizes, hit={"allkeys-lru": 0.2 + 0.15 * np.log2(sizes / (4 * MiB))})
+    a = cost_curve(smooth, prices, 3000, (4 * MiB, 64 * MiB))
+    b = cost_curve(smooth, prices, 3000, (4 * MiB, 64 * MiB), shortfall=0.1)
+    assert a.best_size <= b.best_size <= 1.2 * a.best_size
+
+
 def _shift_trace(n_phase: int = 40000):
     """Phase 1 uniform over 20,000 keys (a big cache pays), phase 2 a Zipf-1.3 hot set (it does not)."""
     from cachetuner.traces.trace import Trace
