@@ -177,7 +177,9 @@ class MRCControlSettings(BaseModel):
         "per-key overhead and the sample's key sizes are estimates, and the 24-point grid interpolates across the "
         "knee); the loop's hits are lost while a few MiB more would have kept them (LIRS ps with 4 KiB values at 30 "
         "req/s: 12.x MiB chosen, the knee at 13, 250-280 hits of 300 an interval where 14 MiB hits all). On a smooth "
-        "curve it moves the optimum up by about this share. null = 0"
+        "curve it moves the optimum up by about this share. Pre-registered at 0.05 on 2026-12-06 and not adopted: lower mean "
+        "regret on every set measured (fresh 84 cells 0.93 -> 0.82 %, the ten suites 0.68 -> 0.60 %) but one more cell "
+        "costlier than static-default on each (docs/control.md). null = 0"
     )
     regrow_guard: bool = Field(
         True, description="no shrink to a size from which free growth would grow straight back at the run's usual "
