@@ -243,11 +243,11 @@ def test_cold_growth_intervals_keeps_growing_a_full_cache_for_that_many_interval
     after; the rule's own decisions (here: hold, with a wide band) come first."""
     def sizes(n: int | None) -> list[int]:
         rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=n))
+        assert rule.fill is not None  # cold growth needs the fill cap (on by default)
         cur, out = START, []
         for _ in range(6):
-            cur = rule.decide_after(_full(rule.fill.intended(cur).maxmemory if rule.fill else cur.maxmemory),
-                                    _curves(10_000.0), PRICES, cur, SPACE)
-            out.append(rule.fill.intended(cur).maxmemory if rule.fill else cur.maxmemory)
+            cur = rule.decide_after(_full(rule.fill.intended(cur).maxmemory), _curves(10_000.0), PRICES, cur, SPACE)
+            out.append(rule.fill.intended(cur).maxmemory)
         return out
 
     assert sizes(None) == [START.maxmemory] * 6  # ready at the first interval: no cold growth at all
