@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "cachetuner.cli.ttl_cmds",
     "cachetuner.cli.mrc_cmds",
     "cachetuner.cli.recommend_cmds",
+    "cachetuner.cli.pool_cmds",
     "cachetuner.cli.sweep_cmds",
     "cachetuner.cli.demo",
 )

@@ -37,6 +37,7 @@ from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
 from cachetuner.reports.evaluate import evaluation_env, resolve_train_config, with_history
+from cachetuner.reports.paired import paired_against
 from cachetuner.yamlconfig import load_model
 
 
@@ -415,11 +416,17 @@ def track_cells(
             prog.update(task, description=f"{kind} cells on Ray ({ray_address})")
             cells, _nodes = map_tasks(fn, args, address=ray_address, num_cpus=num_cpus, on_done=record)
         summary = summarise_cells(cells)
-        result = {**(extra or {}), "cells": cells, "summary": summary, "mlflow_run_id": parent.info.run_id}
+        paired = paired_against(cells)
+        result = {**(extra or {}), "cells": cells, "summary": summary, "paired": paired,
+                  "mlflow_run_id": parent.info.run_id}
         for k, v in summary.items():
             for m in ("savings_vs_default", "regret"):
                 if v[m]["mean"] is not None:
                     mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
+        for k, v in paired.items():
+            tag = k.replace(" vs ", "_vs_")
+            mlflow.log_metrics({f"paired.{tag}.mean_regret_diff": v["mean_regret_diff"], f"paired.{tag}.cheaper": v["cheaper"],
+                                f"paired.{tag}.dearer": v["dearer"]})
         with tempfile.TemporaryDirectory() as d:
             p = Path(d) / f"{kind}.json"
             p.write_text(json.dumps(result, default=str))
@@ -456,25 +463,58 @@ def suite_figure(cells: list[dict[str, Any]]) -> Any:
     return fig
 
 
-def print_suite(res: dict[str, Any], out: Console, *, title: str | None = None, experiment: str = "cachetuner-suite") -> None:
+def _pct(x: Any) -> str:
+    return "n/a" if x is None else f"{x:+.1%}"
+
+
+def _ci(x: Any) -> str:
+    return "n/a" if not x else f"[{x[0]:+.1%}, {x[1]:+.1%}]"
+
+
+def _pp(x: Any) -> str:
+    """A regret difference (a share of the best hindsight cost) in percentage points."""
+    return "n/a" if x is None else f"{100 * x:+.2f} pp"
+
+
+def _pp_ci(x: Any) -> str:
+    return "n/a" if not x else f"[{100 * x[0]:+.2f}, {100 * x[1]:+.2f}] pp"
+
+
+def summary_table(summary: dict[str, Any], title: str) -> Any:
+    """The per-controller summary of a suite (or of pooled suites) as a rich table."""
     from rich.table import Table
 
-    title = title or f"suite {res['suite']}{' (full)' if res['full'] else ''}"
-    table = Table(title=f"{title}: {len(res['cells'])} cells")
+    table = Table(title=title)
     for col in ("controller", "savings vs default", "95% CI", "regret", "95% CI", "max regret", "costlier than default",
                 "hit ratio", "mean maxmemory"):
         table.add_column(col, justify="left" if col == "controller" else "right", no_wrap=True)
-
-    def pct(x: Any) -> str:
-        return "n/a" if x is None else f"{x:+.1%}"
-
-    def ci(x: Any) -> str:
-        return "n/a" if not x else f"[{x[0]:+.1%}, {x[1]:+.1%}]"
-
-    for n, s in res["summary"].items():
-        table.add_row(n + (" (hindsight)" if s["hindsight"] else ""), pct(s["savings_vs_default"]["mean"]),
-                      ci(s["savings_vs_default"]["ci"]), pct(s["regret"]["mean"]), ci(s["regret"]["ci"]),
-                      pct(s["regret"]["max"]), f"{s['costlier_than_default']}/{s['cells']}", f"{s['hit_ratio']:.3f}",
+    for n, s in summary.items():
+        table.add_row(n + (" (hindsight)" if s["hindsight"] else ""), _pct(s["savings_vs_default"]["mean"]),
+                      _ci(s["savings_vs_default"]["ci"]), _pct(s["regret"]["mean"]), _ci(s["regret"]["ci"]),
+                      _pct(s["regret"]["max"]), f"{s['costlier_than_default']}/{s['cells']}", f"{s['hit_ratio']:.3f}",
                       f"{s['mean_maxmemory_bytes'] / 2**20:.1f} MiB")
-    out.print(table)
+    return table
+
+
+def paired_table(paired: dict[str, Any]) -> Any:
+    """The paired comparisons (:func:`cachetuner.reports.paired.paired_against`) as a rich table: per pair the cells
+    each is the cheaper in, the mean regret difference with its 95 % CI, the sign test and the largest cell."""
+    from rich.table import Table
+
+    table = Table(title="paired, cell by cell (regret of the first − regret of the second)")
+    for col in ("pair", "cheaper / dearer / same", "mean difference", "95% CI", "sign test p", "verdict", "largest"):
+        table.add_column(col, justify="left" if col in ("pair", "verdict", "largest") else "right", no_wrap=True)
+    for k, v in paired.items():
+        big = v["largest"] or {}
+        p = "n/a" if v["sign_test_p"] is None else f"{v['sign_test_p']:.2g}"
+        table.add_row(k, f"{v['cheaper']} / {v['dearer']} / {v['same']}", _pp(v["mean_regret_diff"]), _pp_ci(v["ci"]), p,
+                      v["verdict"], f"{big.get('trace')} / {big.get('prices')} ({_pp(big.get('diff'))})" if big else "")
+    return table
+
+
+def print_suite(res: dict[str, Any], out: Console, *, title: str | None = None, experiment: str = "cachetuner-suite") -> None:
+    title = title or f"suite {res['suite']}{' (full)' if res['full'] else ''}"
+    out.print(summary_table(res["summary"], f"{title}: {len(res['cells'])} cells"))
+    if res.get("paired"):
+        out.print(paired_table(res["paired"]))
     out.print(f"MLflow run {res['mlflow_run_id']} (experiment {experiment})")

@@ -226,11 +226,18 @@ def test_suite_end_to_end(tmp_path: Path, mlflow_store, capfd) -> None:
     assert s["best-static"]["hindsight"] and not s["mrc"]["hindsight"]
     for c in res["cells"]:
         assert c["currency"] == "USD" and c["best_hindsight"]["tuner"] == "best-static"
+    # the paired comparison against mrc: every online controller but mrc (best-static is hindsight), over both cells
+    assert set(res["paired"]) == {"static-default vs mrc"}
+    pair = res["paired"]["static-default vs mrc"]
+    assert pair["cells"] == 2 and pair["cheaper"] + pair["dearer"] + pair["same"] == 2
+    assert pair["mean_regret_diff"] == pytest.approx(s["static-default"]["regret"]["mean"] - s["mrc"]["regret"]["mean"])
     import mlflow
 
     mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(search_all_experiments=True)
     assert len(runs) == 3  # the parent and one child per cell
+    parent = runs[runs["tags.kind"] == "suite"].iloc[0]
+    assert parent["metrics.paired.static-default_vs_mrc.mean_regret_diff"] == pytest.approx(pair["mean_regret_diff"])
 
 
 def test_a_suite_with_history_replays_the_rest_and_sizes_recommended_on_the_past(tmp_path: Path, mlflow_store) -> None:

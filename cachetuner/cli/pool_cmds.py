@@ -1,0 +1,38 @@
+"""``cachetuner pool``: several ``evaluate --suite --json`` results as one summary and one paired comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cachetuner.cli.app import app, emit_json, out
+from cachetuner.cli.trace_options import JsonOpt
+
+
+@app.command("pool")
+def pool_cmd(
+    files: Annotated[list[Path], typer.Argument(help="JSON files written by `cachetuner evaluate --suite ... --json`")],
+    reference: Annotated[str, typer.Option(
+        "--reference", help="the controller every other online controller is compared with, cell by cell")] = "mrc",
+    json_out: JsonOpt = False,
+) -> None:
+    """Pool the cells of several suite results: the summary and the paired comparison over all of them.
+
+    Each cell keeps its suite's name; a cell found in two files is an error (it would count twice). The paired
+    table counts the cells in which each controller is the cheaper, and gives the mean regret difference with a
+    95 % CI (Student's t over cells) and a two-sided sign test."""
+    from cachetuner.reports.pool import pool_results
+    from cachetuner.reports.suite import paired_table, summary_table
+
+    res = pool_results(list(files), reference=reference)
+    if json_out:
+        emit_json(res)
+        return
+    names = ", ".join(f"{s['suite']} ({s['cells']})" for s in res["suites"])
+    out.print(summary_table(res["summary"], f"{len(res['cells'])} cells pooled from {names}"))
+    if res["paired"]:
+        out.print(paired_table(res["paired"]))
+    else:
+        out.print(f"no paired comparison: no cell ran {reference!r}", highlight=False)

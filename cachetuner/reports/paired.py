@@ -1,0 +1,121 @@
+"""Paired comparison of two controllers over suite cells: which is the cheaper, in how many cells, by how much.
+
+Why paired: both controllers run on the same cell (trace, prices, seed, key draw) and each cell's regret is priced
+against the same best hindsight cost, so the per-cell difference of two regrets is the difference of their costs in
+units of that cell's best cost; the cell's own difficulty cancels. Why a count and a sign test beside the mean: the
+differences are mostly zero (both controllers make the same decisions) with a few large ones (a loop caught or
+missed), so a mean can be decided by one cell while the count of cells each wins says how often, and the other way
+round. The CI is Student's t on the cells' differences, which treats cells as independent draws: they are separate
+runs, but a suite's cells share traces, so read it as the spread of these cells, not of all traffic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: Two costs within this relative difference count as the same result (the same decisions up to float noise).
+SAME_REL = 1e-6
+
+CHEAPER = "cheaper"
+DEARER = "dearer"
+NO_DIFFERENCE = "no significant difference"
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Controller ``a`` against controller ``b`` over the cells both ran on (``diff`` = regret of a − regret of b)."""
+
+    a: str
+    b: str
+    cells: int
+    cheaper: int  # cells where a cost less than b
+    dearer: int
+    same: int
+    mean_diff: float
+    ci: tuple[float, float] | None  # None with fewer than two cells
+    sign_p: float | None  # two-sided sign test on cheaper vs dearer (None when no cell differs)
+    largest: dict[str, Any] | None  # the cell with the largest |diff|: trace, prices, seed, diff
+
+    @property
+    def verdict(self) -> str:
+        """``cheaper`` / ``dearer`` (a against b) when the CI excludes zero, else no significant difference."""
+        if self.ci is None:
+            return NO_DIFFERENCE
+        if self.ci[1] < 0:
+            return CHEAPER
+        if self.ci[0] > 0:
+            return DEARER
+        return NO_DIFFERENCE
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "cells": self.cells, "cheaper": self.cheaper, "dearer": self.dearer,
+                "same": self.same, "mean_regret_diff": self.mean_diff,
+                "ci": None if self.ci is None else [self.ci[0], self.ci[1]], "sign_test_p": self.sign_p,
+                "verdict": self.verdict, "largest": self.largest}
+
+
+def _t_ci(d: np.ndarray, alpha: float) -> tuple[float, float] | None:
+    if len(d) < 2:
+        return None
+    from scipy.stats import t as student_t
+
+    half = float(student_t.ppf(1 - alpha / 2, len(d) - 1)) * float(d.std(ddof=1)) / math.sqrt(len(d))
+    m = float(d.mean())
+    return (m - half, m + half)
+
+
+def compare_pair(cells: list[dict[str, Any]], a: str, b: str, *, alpha: float = 0.05) -> PairedComparison | None:
+    """``a`` against ``b`` over the cells where both have a cost and a regret (None when there is no such cell)."""
+    from scipy.stats import binomtest
+
+    diffs: list[float] = []
+    cheaper = dearer = same = 0
+    largest: dict[str, Any] | None = None
+    for c in cells:
+        ta, tb = c["tuners"].get(a), c["tuners"].get(b)
+        if ta is None or tb is None or ta.get("regret") is None or tb.get("regret") is None:
+            continue
+        d = float(ta["regret"]) - float(tb["regret"])
+        if not math.isfinite(d):
+            continue
+        diffs.append(d)
+        ca, cb = float(ta["cost"]), float(tb["cost"])
+        if abs(ca - cb) <= SAME_REL * max(abs(ca), abs(cb), 1e-300):
+            same += 1
+        elif ca < cb:
+            cheaper += 1
+        else:
+            dearer += 1
+        if largest is None or abs(d) > abs(largest["diff"]):
+            largest = {"trace": c.get("trace"), "prices": c.get("prices"), "seed": c.get("seed"), "diff": d,
+                       **({"suite": c["suite"]} if "suite" in c else {})}
+    if not diffs:
+        return None
+    arr = np.asarray(diffs)
+    differ = cheaper + dearer
+    sign_p = float(binomtest(cheaper, differ, 0.5).pvalue) if differ else None
+    return PairedComparison(a, b, len(diffs), cheaper, dearer, same, float(arr.mean()), _t_ci(arr, alpha), sign_p,
+                            largest)
+
+
+def paired_against(cells: list[dict[str, Any]], reference: str = "mrc") -> dict[str, dict[str, Any]]:
+    """Every online controller in ``cells`` (not the hindsight references) against ``reference``, keyed
+    ``"A vs REFERENCE"``; empty when no cell ran ``reference``."""
+    names = list(dict.fromkeys(t for c in cells for t in c["tuners"]))
+    if reference not in names:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        if name == reference or any(c["tuners"].get(name, {}).get("hindsight") for c in cells):
+            continue
+        pc = compare_pair(cells, name, reference)
+        if pc is not None:
+            out[f"{name} vs {reference}"] = pc.to_json()
+    return out
+
+
+__all__ = ["CHEAPER", "DEARER", "NO_DIFFERENCE", "PairedComparison", "compare_pair", "paired_against"]
