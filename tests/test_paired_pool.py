@@ -121,16 +121,25 @@ def test_pool_command_prints_json_or_tables_and_one_error_line(tmp_path: Path) -
         return subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "pool", *args], capture_output=True,
                               text=True, timeout=120, check=False, env={**os.environ, "COLUMNS": "200"})
 
-    p = run(str(a), str(b), "--json")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    p = run(str(a), str(b), "--json", "--tracking-uri", uri)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)
     assert len(res["cells"]) == 5 and res["reference"] == "mrc"
     assert res["paired"]["ppo vs mrc"]["same"] == 2
-    p = run(str(a), str(b))
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    run_ = mlflow.get_run(res["mlflow_run_id"])
+    assert run_.data.tags["kind"] == "pool" and run_.data.params["cells"] == "5"
+    assert run_.data.metrics["paired.ppo_vs_mrc.cheaper"] == 2
+    names = {f.path for f in mlflow.MlflowClient().list_artifacts(run_.info.run_id, "plots")}
+    assert names == {"plots/pool_regret.png", "plots/pool_paired.png"}
+    p = run(str(a), str(b), "--tracking-uri", uri)
     assert p.returncode == 0, p.stderr
     assert "5 cells pooled from audit-a (3), audit-b (2)" in p.stdout and "ppo vs mrc" in p.stdout
     assert "2 / 1 / 2" in p.stdout  # cheaper / dearer / same
-    p = run(str(a), str(tmp_path / "nope.json"))
+    p = run(str(a), str(tmp_path / "nope.json"), "--tracking-uri", uri)
     assert p.returncode == 2 and p.stdout == ""
     err = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert len(err) == 1 and err[0].startswith("error: ") and "nope.json: no such file" in err[0]

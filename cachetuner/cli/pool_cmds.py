@@ -17,16 +17,19 @@ def pool_cmd(
     reference: Annotated[str, typer.Option(
         "--reference", help="the controller every other online controller is compared with, cell by cell")] = "mrc",
     json_out: JsonOpt = False,
+    tracking_uri: Annotated[str | None, typer.Option(
+        "--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")] = None,
 ) -> None:
     """Pool the cells of several suite results: the summary and the paired comparison over all of them.
 
     Each cell keeps its suite's name; a cell found in two files is an error (it would count twice). The paired
     table counts the cells in which each controller is the cheaper, and gives the mean regret difference with a
-    95 % CI (Student's t over cells) and a two-sided sign test."""
-    from cachetuner.reports.pool import pool_results
+    95 % CI (Student's t over cells) and a two-sided sign test; an MLflow run keeps the JSON and the plots."""
+    from cachetuner.reports.pool import log_pool, pool_results
     from cachetuner.reports.suite import paired_table, summary_table
 
     res = pool_results(list(files), reference=reference)
+    res["mlflow_run_id"] = log_pool(res, tracking_uri)
     if json_out:
         emit_json(res)
         return
@@ -36,3 +39,4 @@ def pool_cmd(
         out.print(paired_table(res["paired"]))
     else:
         out.print(f"no paired comparison: no cell ran {reference!r}", highlight=False)
+    out.print(f"MLflow run {res['mlflow_run_id']} (experiment cachetuner-suite)")

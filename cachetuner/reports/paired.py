@@ -118,4 +118,26 @@ def paired_against(cells: list[dict[str, Any]], reference: str = "mrc") -> dict[
     return out
 
 
-__all__ = ["CHEAPER", "DEARER", "NO_DIFFERENCE", "PairedComparison", "compare_pair", "paired_against"]
+def paired_figure(cells: list[dict[str, Any]], pairs: list[str]) -> Any:
+    """One panel per pair ``"A vs B"``: every cell's regret difference (A − B, pp), sorted, so the few cells that
+    decide a mean stand out from the many where the two made the same decisions."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(pairs), 1, figsize=(7, 2.4 * max(len(pairs), 1)), squeeze=False)
+    for ax, key in zip(axes[:, 0], pairs, strict=True):
+        a, _, b = key.partition(" vs ")
+        d = sorted(100 * (float(c["tuners"][a]["regret"]) - float(c["tuners"][b]["regret"])) for c in cells
+                   if c["tuners"].get(a, {}).get("regret") is not None and c["tuners"].get(b, {}).get("regret") is not None)
+        ax.bar(np.arange(len(d)), d, width=1.0, color=["tab:green" if x < 0 else "tab:red" for x in d])
+        ax.axhline(0.0, color="k", lw=0.8)
+        ax.set_ylabel("regret diff (pp)")
+        ax.set_title(f"{key}: {len(d)} cells, below zero = {a} cheaper", fontsize=9)
+    axes[-1, 0].set_xlabel("cells, sorted")
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["CHEAPER", "DEARER", "NO_DIFFERENCE", "PairedComparison", "compare_pair", "paired_against", "paired_figure"]

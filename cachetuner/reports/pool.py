@@ -67,4 +67,33 @@ def pool_results(paths: list[Path], reference: str = "mrc") -> dict[str, Any]:
             "paired": paired_against(cells, reference), "reference": reference}
 
 
-__all__ = ["pool_results", "read_suite_result"]
+def log_pool(res: dict[str, Any], tracking_uri: str | None = None) -> str:
+    """One MLflow run (experiment ``cachetuner-suite``, ``tags.kind = pool``) for a pooled result: the files as a
+    param, the summary means and paired figures as metrics, the JSON and both plots. Returns the run id."""
+    import mlflow
+
+    from cachetuner.reports.paired import paired_figure
+    from cachetuner.reports.suite import suite_figure
+    from cachetuner.tracking import log_figure_png, setup_tracking
+
+    setup_tracking(tracking_uri, experiment="cachetuner-suite")
+    with mlflow.start_run(run_name=f"pool-{len(res['suites'])}-suites") as run:
+        mlflow.set_tags({"kind": "pool", "reference": res["reference"]})
+        mlflow.log_params({"files": ",".join(s["file"] for s in res["suites"])[:6000],
+                           "suites": ",".join(s["suite"] for s in res["suites"])[:6000], "cells": len(res["cells"])})
+        for k, v in res["summary"].items():
+            for m in ("savings_vs_default", "regret"):
+                if v[m]["mean"] is not None:
+                    mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
+        for k, v in res["paired"].items():
+            tag = k.replace(" vs ", "_vs_")
+            mlflow.log_metrics({f"paired.{tag}.mean_regret_diff": v["mean_regret_diff"],
+                                f"paired.{tag}.cheaper": v["cheaper"], f"paired.{tag}.dearer": v["dearer"]})
+        mlflow.log_dict(res, "pool/pool.json")
+        log_figure_png(suite_figure(res["cells"]), "pool_regret")
+        if res["paired"]:
+            log_figure_png(paired_figure(res["cells"], list(res["paired"])), "pool_paired")
+        return str(run.info.run_id)
+
+
+__all__ = ["log_pool", "pool_results", "read_suite_result"]

@@ -37,7 +37,7 @@ from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
 from cachetuner.reports.evaluate import evaluation_env, resolve_train_config, with_history
-from cachetuner.reports.paired import paired_against
+from cachetuner.reports.paired import paired_against, paired_figure
 from cachetuner.yamlconfig import load_model
 
 
@@ -432,6 +432,8 @@ def track_cells(
             p.write_text(json.dumps(result, default=str))
             mlflow.log_artifact(str(p), artifact_path=kind)
         log_figure_png(suite_figure(cells), f"{kind}_regret")
+        if paired:
+            log_figure_png(paired_figure(cells, list(paired)), f"{kind}_paired")
     return result
 
 

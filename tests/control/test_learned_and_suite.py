@@ -238,6 +238,8 @@ def test_suite_end_to_end(tmp_path: Path, mlflow_store, capfd) -> None:
     assert len(runs) == 3  # the parent and one child per cell
     parent = runs[runs["tags.kind"] == "suite"].iloc[0]
     assert parent["metrics.paired.static-default_vs_mrc.mean_regret_diff"] == pytest.approx(pair["mean_regret_diff"])
+    plots = {f.path for f in mlflow.MlflowClient().list_artifacts(parent["run_id"], "plots")}
+    assert plots == {"plots/suite_regret.png", "plots/suite_paired.png"}
 
 
 def test_a_suite_with_history_replays_the_rest_and_sizes_recommended_on_the_past(tmp_path: Path, mlflow_store) -> None:
