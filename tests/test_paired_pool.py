@@ -67,11 +67,14 @@ def test_verdict_follows_the_ci_and_a_cell_without_both_controllers_is_left_out(
     assert one is not None and one.ci is None and one.verdict == NO_DIFFERENCE
 
 
-def test_paired_against_compares_every_online_controller_with_the_reference_only() -> None:
+def test_paired_against_compares_every_online_controller_with_each_reference_once() -> None:
     paired = paired_against(_cells(), "mrc")
     assert set(paired) == {"ppo vs mrc", "static-default vs mrc"}  # best-static is hindsight, mrc the reference
     assert paired["static-default vs mrc"]["dearer"] == 5
     assert paired_against(_cells(), "hill-climb") == {}
+    both = paired_against(_cells())  # static-default, then mrc: the pair of the two references only once
+    assert list(both) == ["ppo vs static-default", "mrc vs static-default", "ppo vs mrc"]
+    assert both["mrc vs static-default"]["cheaper"] == 5
 
 
 def _write(path: Path, suite: str, cells: list[dict[str, Any]]) -> Path:
@@ -125,7 +128,7 @@ def test_pool_command_prints_json_or_tables_and_one_error_line(tmp_path: Path) -
     p = run(str(a), str(b), "--json", "--tracking-uri", uri)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)
-    assert len(res["cells"]) == 5 and res["reference"] == "mrc"
+    assert len(res["cells"]) == 5 and res["references"] == ["static-default", "mrc"]
     assert res["paired"]["ppo vs mrc"]["same"] == 2
     import mlflow
 
@@ -138,7 +141,10 @@ def test_pool_command_prints_json_or_tables_and_one_error_line(tmp_path: Path) -
     p = run(str(a), str(b), "--tracking-uri", uri)
     assert p.returncode == 0, p.stderr
     assert "5 cells pooled from audit-a (3), audit-b (2)" in p.stdout and "ppo vs mrc" in p.stdout
+    assert "ppo vs static-default" in p.stdout
     assert "2 / 1 / 2" in p.stdout  # cheaper / dearer / same
+    p = run(str(a), str(b), "--reference", "hill-climb", "--json", "--tracking-uri", uri)
+    assert p.returncode == 0 and json.loads(p.stdout)["paired"] == {}
     p = run(str(a), str(tmp_path / "nope.json"), "--tracking-uri", uri)
     assert p.returncode == 2 and p.stdout == ""
     err = [ln for ln in p.stderr.splitlines() if ln.strip()]

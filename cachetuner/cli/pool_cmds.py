@@ -14,8 +14,9 @@ from cachetuner.cli.trace_options import JsonOpt
 @app.command("pool")
 def pool_cmd(
     files: Annotated[list[Path], typer.Argument(help="JSON files written by `cachetuner evaluate --suite ... --json`")],
-    reference: Annotated[str, typer.Option(
-        "--reference", help="the controller every other online controller is compared with, cell by cell")] = "mrc",
+    reference: Annotated[list[str] | None, typer.Option(
+        "--reference", help="a controller every other online controller is compared with, cell by cell (repeatable; "
+        "default: static-default and mrc)")] = None,
     json_out: JsonOpt = False,
     tracking_uri: Annotated[str | None, typer.Option(
         "--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")] = None,
@@ -23,12 +24,15 @@ def pool_cmd(
     """Pool the cells of several suite results: the summary and the paired comparison over all of them.
 
     Each cell keeps its suite's name; a cell found in two files is an error (it would count twice). The paired
-    table counts the cells in which each controller is the cheaper, and gives the mean regret difference with a
+    table (every online controller against static-default and mrc, or --reference) counts the cells in which each
+    is the cheaper, and gives the mean regret difference with a
     95 % CI (Student's t over cells) and a two-sided sign test; an MLflow run keeps the JSON and the plots."""
+    from cachetuner.reports.paired import REFERENCES
     from cachetuner.reports.pool import log_pool, pool_results
     from cachetuner.reports.suite import paired_table, summary_table
 
-    res = pool_results(list(files), reference=reference)
+    refs = tuple(reference) if reference else REFERENCES
+    res = pool_results(list(files), references=refs)
     res["mlflow_run_id"] = log_pool(res, tracking_uri)
     if json_out:
         emit_json(res)
@@ -38,5 +42,5 @@ def pool_cmd(
     if res["paired"]:
         out.print(paired_table(res["paired"]))
     else:
-        out.print(f"no paired comparison: no cell ran {reference!r}", highlight=False)
+        out.print(f"no paired comparison: no cell ran {' or '.join(refs)}", highlight=False)
     out.print(f"MLflow run {res['mlflow_run_id']} (experiment cachetuner-suite)")

@@ -102,19 +102,26 @@ def compare_pair(cells: list[dict[str, Any]], a: str, b: str, *, alpha: float = 
                             largest)
 
 
-def paired_against(cells: list[dict[str, Any]], reference: str = "mrc") -> dict[str, dict[str, Any]]:
-    """Every online controller in ``cells`` (not the hindsight references) against ``reference``, keyed
-    ``"A vs REFERENCE"``; empty when no cell ran ``reference``."""
+#: The references every suite result is paired against: the operator's config, and the daemon's default controller.
+REFERENCES = ("static-default", "mrc")
+
+
+def paired_against(cells: list[dict[str, Any]], references: str | tuple[str, ...] = REFERENCES) -> dict[str, dict[str, Any]]:
+    """Every online controller in ``cells`` (not the hindsight references) against each of ``references`` it is not,
+    keyed ``"A vs REFERENCE"`` (a pair already compared the other way round is not repeated); a reference no cell
+    ran is skipped."""
+    refs = (references,) if isinstance(references, str) else tuple(references)
     names = list(dict.fromkeys(t for c in cells for t in c["tuners"]))
-    if reference not in names:
-        return {}
     out: dict[str, dict[str, Any]] = {}
-    for name in names:
-        if name == reference or any(c["tuners"].get(name, {}).get("hindsight") for c in cells):
+    for ref in refs:
+        if ref not in names:
             continue
-        pc = compare_pair(cells, name, reference)
-        if pc is not None:
-            out[f"{name} vs {reference}"] = pc.to_json()
+        for name in names:
+            if name == ref or f"{ref} vs {name}" in out or any(c["tuners"].get(name, {}).get("hindsight") for c in cells):
+                continue
+            pc = compare_pair(cells, name, ref)
+            if pc is not None:
+                out[f"{name} vs {ref}"] = pc.to_json()
     return out
 
 
@@ -140,4 +147,5 @@ def paired_figure(cells: list[dict[str, Any]], pairs: list[str]) -> Any:
     return fig
 
 
-__all__ = ["CHEAPER", "DEARER", "NO_DIFFERENCE", "PairedComparison", "compare_pair", "paired_against", "paired_figure"]
+__all__ = ["CHEAPER", "DEARER", "NO_DIFFERENCE", "REFERENCES", "PairedComparison", "compare_pair", "paired_against",
+           "paired_figure"]

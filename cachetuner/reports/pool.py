@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cachetuner.errors import ConfigError
-from cachetuner.reports.paired import paired_against
+from cachetuner.reports.paired import REFERENCES, paired_against
 from cachetuner.reports.suite import summarise_cells
 
 _CELL_KEYS = ("trace", "prices", "seed", "tuners")
@@ -44,9 +44,9 @@ def read_suite_result(path: Path) -> dict[str, Any]:
     return res
 
 
-def pool_results(paths: list[Path], reference: str = "mrc") -> dict[str, Any]:
+def pool_results(paths: list[Path], references: tuple[str, ...] = REFERENCES) -> dict[str, Any]:
     """The cells of every file (each tagged with its suite's name), their summary and the paired comparisons
-    against ``reference``, in the shape of a suite result."""
+    against ``references``, in the shape of a suite result."""
     if not paths:
         raise ConfigError("pool: give at least one suite result file")
     cells: list[dict[str, Any]] = []
@@ -64,7 +64,7 @@ def pool_results(paths: list[Path], reference: str = "mrc") -> dict[str, Any]:
             seen[key] = p
             cells.append({**c, "suite": name})
     return {"suites": suites, "cells": cells, "summary": summarise_cells(cells),
-            "paired": paired_against(cells, reference), "reference": reference}
+            "paired": paired_against(cells, references), "references": list(references)}
 
 
 def log_pool(res: dict[str, Any], tracking_uri: str | None = None) -> str:
@@ -78,7 +78,7 @@ def log_pool(res: dict[str, Any], tracking_uri: str | None = None) -> str:
 
     setup_tracking(tracking_uri, experiment="cachetuner-suite")
     with mlflow.start_run(run_name=f"pool-{len(res['suites'])}-suites") as run:
-        mlflow.set_tags({"kind": "pool", "reference": res["reference"]})
+        mlflow.set_tags({"kind": "pool", "references": ",".join(res["references"])})
         mlflow.log_params({"files": ",".join(s["file"] for s in res["suites"])[:6000],
                            "suites": ",".join(s["suite"] for s in res["suites"])[:6000], "cells": len(res["cells"])})
         for k, v in res["summary"].items():

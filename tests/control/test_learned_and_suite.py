@@ -226,18 +226,19 @@ def test_suite_end_to_end(tmp_path: Path, mlflow_store, capfd) -> None:
     assert s["best-static"]["hindsight"] and not s["mrc"]["hindsight"]
     for c in res["cells"]:
         assert c["currency"] == "USD" and c["best_hindsight"]["tuner"] == "best-static"
-    # the paired comparison against mrc: every online controller but mrc (best-static is hindsight), over both cells
-    assert set(res["paired"]) == {"static-default vs mrc"}
-    pair = res["paired"]["static-default vs mrc"]
+    # the paired comparisons against static-default and mrc: every online controller (best-static is hindsight),
+    # each pair once, over both cells
+    assert set(res["paired"]) == {"mrc vs static-default"}
+    pair = res["paired"]["mrc vs static-default"]
     assert pair["cells"] == 2 and pair["cheaper"] + pair["dearer"] + pair["same"] == 2
-    assert pair["mean_regret_diff"] == pytest.approx(s["static-default"]["regret"]["mean"] - s["mrc"]["regret"]["mean"])
+    assert pair["mean_regret_diff"] == pytest.approx(s["mrc"]["regret"]["mean"] - s["static-default"]["regret"]["mean"])
     import mlflow
 
     mlflow.set_tracking_uri(uri)
     runs = mlflow.search_runs(search_all_experiments=True)
     assert len(runs) == 3  # the parent and one child per cell
     parent = runs[runs["tags.kind"] == "suite"].iloc[0]
-    assert parent["metrics.paired.static-default_vs_mrc.mean_regret_diff"] == pytest.approx(pair["mean_regret_diff"])
+    assert parent["metrics.paired.mrc_vs_static-default.mean_regret_diff"] == pytest.approx(pair["mean_regret_diff"])
     plots = {f.path for f in mlflow.MlflowClient().list_artifacts(parent["run_id"], "plots")}
     assert plots == {"plots/suite_regret.png", "plots/suite_paired.png"}
 
