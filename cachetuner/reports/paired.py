@@ -125,6 +125,16 @@ def paired_against(cells: list[dict[str, Any]], references: str | tuple[str, ...
     return out
 
 
+def log_paired_metrics(paired: dict[str, dict[str, Any]]) -> None:
+    """The paired comparisons as metrics of the active MLflow run: ``paired.<a>_vs_<b>.{mean_regret_diff,cheaper,dearer}``."""
+    import mlflow
+
+    for k, v in paired.items():
+        tag = k.replace(" vs ", "_vs_")
+        mlflow.log_metrics({f"paired.{tag}.mean_regret_diff": v["mean_regret_diff"], f"paired.{tag}.cheaper": v["cheaper"],
+                            f"paired.{tag}.dearer": v["dearer"]})
+
+
 def paired_figure(cells: list[dict[str, Any]], pairs: list[str]) -> Any:
     """One panel per pair ``"A vs B"``: every cell's regret difference (A − B, pp), sorted, so the few cells that
     decide a mean stand out from the many where the two made the same decisions."""
@@ -147,5 +157,5 @@ def paired_figure(cells: list[dict[str, Any]], pairs: list[str]) -> Any:
     return fig
 
 
-__all__ = ["CHEAPER", "DEARER", "NO_DIFFERENCE", "REFERENCES", "PairedComparison", "compare_pair", "paired_against",
-           "paired_figure"]
+__all__ = ["CHEAPER", "DEARER", "NO_DIFFERENCE", "REFERENCES", "PairedComparison", "compare_pair", "log_paired_metrics",
+           "paired_against", "paired_figure"]

@@ -72,7 +72,7 @@ def log_pool(res: dict[str, Any], tracking_uri: str | None = None) -> str:
     param, the summary means and paired figures as metrics, the JSON and both plots. Returns the run id."""
     import mlflow
 
-    from cachetuner.reports.paired import paired_figure
+    from cachetuner.reports.paired import log_paired_metrics, paired_figure
     from cachetuner.reports.suite import suite_figure
     from cachetuner.tracking import log_figure_png, setup_tracking
 
@@ -85,10 +85,7 @@ def log_pool(res: dict[str, Any], tracking_uri: str | None = None) -> str:
             for m in ("savings_vs_default", "regret"):
                 if v[m]["mean"] is not None:
                     mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
-        for k, v in res["paired"].items():
-            tag = k.replace(" vs ", "_vs_")
-            mlflow.log_metrics({f"paired.{tag}.mean_regret_diff": v["mean_regret_diff"],
-                                f"paired.{tag}.cheaper": v["cheaper"], f"paired.{tag}.dearer": v["dearer"]})
+        log_paired_metrics(res["paired"])
         mlflow.log_dict(res, "pool/pool.json")
         log_figure_png(suite_figure(res["cells"]), "pool_regret")
         if res["paired"]:

@@ -37,7 +37,7 @@ from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
 from cachetuner.reports.evaluate import evaluation_env, resolve_train_config, with_history
-from cachetuner.reports.paired import paired_against, paired_figure
+from cachetuner.reports.paired import log_paired_metrics, paired_against, paired_figure
 from cachetuner.yamlconfig import load_model
 
 
@@ -423,10 +423,7 @@ def track_cells(
             for m in ("savings_vs_default", "regret"):
                 if v[m]["mean"] is not None:
                     mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
-        for k, v in paired.items():
-            tag = k.replace(" vs ", "_vs_")
-            mlflow.log_metrics({f"paired.{tag}.mean_regret_diff": v["mean_regret_diff"], f"paired.{tag}.cheaper": v["cheaper"],
-                                f"paired.{tag}.dearer": v["dearer"]})
+        log_paired_metrics(paired)
         with tempfile.TemporaryDirectory() as d:
             p = Path(d) / f"{kind}.json"
             p.write_text(json.dumps(result, default=str))
