@@ -73,7 +73,7 @@ def log_pool(res: dict[str, Any], tracking_uri: str | None = None) -> str:
     import mlflow
 
     from cachetuner.reports.paired import log_paired_metrics, paired_figure
-    from cachetuner.reports.suite import suite_figure
+    from cachetuner.reports.suite import log_summary_metrics, suite_figure
     from cachetuner.tracking import log_figure_png, setup_tracking
 
     setup_tracking(tracking_uri, experiment="cachetuner-suite")
@@ -81,10 +81,7 @@ def log_pool(res: dict[str, Any], tracking_uri: str | None = None) -> str:
         mlflow.set_tags({"kind": "pool", "references": ",".join(res["references"])})
         mlflow.log_params({"files": ",".join(s["file"] for s in res["suites"])[:6000],
                            "suites": ",".join(s["suite"] for s in res["suites"])[:6000], "cells": len(res["cells"])})
-        for k, v in res["summary"].items():
-            for m in ("savings_vs_default", "regret"):
-                if v[m]["mean"] is not None:
-                    mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
+        log_summary_metrics(res["summary"])
         log_paired_metrics(res["paired"])
         mlflow.log_dict(res, "pool/pool.json")
         log_figure_png(suite_figure(res["cells"]), "pool_regret")

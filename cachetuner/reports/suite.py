@@ -223,6 +223,16 @@ def summarise_cells(cells: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def log_summary_metrics(summary: dict[str, Any]) -> None:
+    """The summary's means as metrics of the active MLflow run: ``<controller>.{savings_vs_default,regret}.mean``."""
+    import mlflow
+
+    for k, v in summary.items():
+        for m in ("savings_vs_default", "regret"):
+            if v[m]["mean"] is not None:
+                mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
+
+
 def _training_traces(raw: dict[str, Any]) -> set[str]:
     env = raw.get("env") or {}
     found = {str(w.get("trace")) for w in env.get("workloads", [])}
@@ -419,10 +429,7 @@ def track_cells(
         paired = paired_against(cells)
         result = {**(extra or {}), "cells": cells, "summary": summary, "paired": paired,
                   "mlflow_run_id": parent.info.run_id}
-        for k, v in summary.items():
-            for m in ("savings_vs_default", "regret"):
-                if v[m]["mean"] is not None:
-                    mlflow.log_metric(f"{k}.{m}.mean", v[m]["mean"])
+        log_summary_metrics(summary)
         log_paired_metrics(paired)
         with tempfile.TemporaryDirectory() as d:
             p = Path(d) / f"{kind}.json"
