@@ -67,3 +67,15 @@ def test_version_prints_one_line_and_exits_0() -> None:
                          timeout=60, check=False)
     assert res.returncode == 0, res.stderr
     assert res.stdout == f"cachetuner {version('cachetuner')}\n"
+
+
+def test_a_native_crash_prints_the_python_stacks() -> None:
+    """A crash in native code (Ray's driver was seen to die of SIGSEGV once in CI) prints every thread's Python
+    stack on stderr, through the faulthandler the entry point enables, instead of a bare exit status."""
+    code = ("import os, signal, cachetuner.cli.main as m\n"
+            "m._load_commands = lambda: os.kill(os.getpid(), signal.SIGSEGV)\n"
+            "m.main()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -11, proc
+    assert "Fatal Python error: Segmentation fault" in proc.stderr
+    assert 'line 2 in <lambda>' in proc.stderr and 'in main' in proc.stderr, proc.stderr

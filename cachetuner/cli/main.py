@@ -4,6 +4,7 @@ value) into one line on stderr with exit code 2 — never a traceback or a boxed
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import sys
 from typing import Any
@@ -59,6 +60,9 @@ def usage_line(e: Any) -> str:
 
 
 def main() -> None:
+    # A crash in native code (Ray, torch, grpc) prints every thread's Python stack on stderr instead of a bare
+    # "Segmentation fault": the one clue a user or CI log has.
+    faulthandler.enable()
     _load_commands()
     try:
         # not standalone: click's errors reach us instead of its multi-line usage box; an explicit Exit comes back

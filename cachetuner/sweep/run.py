@@ -194,14 +194,18 @@ def run_sweep(
                     tuner.fit()
                 finally:
                     progress.close()
-            trials = _outcomes(progress)
-            interrupted = any(t.status == "interrupted" for t in trials) or len(trials) < cfg.num_trials
-            by_trial = settle_child_runs(client, exp_id, pid, {t.trial_id: t.status for t in trials})
-            for t in trials:
-                t.mlflow_run_id = t.mlflow_run_id or by_trial.get(t.trial_id)
-            result = _finish(sweep, trials, out_dir, uri, pid, time.perf_counter() - t0, interrupted)
-            log_figure_png(sweep_figure(trials), "sweep_scores")
-            status = "KILLED" if interrupted else "FINISHED"
+                # The record is completed (child runs settled, best model registered, plot logged, run ended) before Ray is
+                # let go: Ray's driver has been seen to crash natively on disconnect (once in ~60 CI runs), and
+                # such a crash must not leave the parent run without its results.
+                trials = _outcomes(progress)
+                interrupted = any(t.status == "interrupted" for t in trials) or len(trials) < cfg.num_trials
+                by_trial = settle_child_runs(client, exp_id, pid, {t.trial_id: t.status for t in trials})
+                for t in trials:
+                    t.mlflow_run_id = t.mlflow_run_id or by_trial.get(t.trial_id)
+                result = _finish(sweep, trials, out_dir, uri, pid, time.perf_counter() - t0, interrupted)
+                log_figure_png(sweep_figure(trials), "sweep_scores")
+                status = "KILLED" if interrupted else "FINISHED"
+                mlflow.end_run(status)  # the finally below then finds no active run
             return result
         except KeyboardInterrupt:
             status = "KILLED"

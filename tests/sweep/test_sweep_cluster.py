@@ -19,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,6 +85,22 @@ def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 120
     raise AssertionError(f"ray start did not report {text!r} within {timeout} s:\n{log.read_text(errors='replace')[-3000:]}")
 
 
+#: The module's cluster's temp dir (Ray's session logs, the driver's included, live under it).
+RAY_TMP: list[Path] = []
+
+
+def _native_crash_report(proc: subprocess.CompletedProcess) -> str:
+    """What a natively crashed sweep left: its stderr's end (Python's faulthandler stacks, which the CLI enables)
+    and the lines around Ray's own signal report in the driver's core-worker log."""
+    parts = [f"rc {proc.returncode}; stderr:\n{proc.stderr[-6000:]}"]
+    for log in sorted(RAY_TMP[0].glob("t/session_*/logs/python-core-driver-*.log")) if RAY_TMP else []:
+        text = log.read_text(errors="replace").splitlines()
+        at = next((i for i, ln in enumerate(text) if "SIGSEGV" in ln or "Fatal" in ln), None)
+        if at is not None:
+            parts.append(f"{log.name}:\n" + "\n".join(text[max(at - 5, 0):at + 40]))
+    return "\n".join(parts)
+
+
 @pytest.fixture(scope="module")
 def ray_cluster_procs() -> list[subprocess.Popen]:
     """The ``ray start --block`` processes of the module's cluster: head first."""
@@ -95,6 +112,7 @@ def ray_cluster(ray_cluster_procs: list[subprocess.Popen]) -> Iterator[tuple[str
     """``(address, env)`` of a head and a second node, one CPU each, token-authenticated."""
     assert (BIN / "ray").is_file(), f"ray is not installed in {BIN} (pip install -e '.[ray]'; make install does)"
     tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths live under it
+    RAY_TMP[:] = [tmp]
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     node = ["--num-cpus", "1", "--object-store-memory", str(80 * 2**20), "--block", "--disable-usage-stats",
             "--node-ip-address", "127.0.0.1"]
@@ -152,11 +170,14 @@ def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_mode
                   "controllers": {"grid": {"n_sizes": 3, "timeouts": [0]}}},
     }))
     uri = mlflow_store(tmp_path)
-    proc = subprocess.run(
-        [str(BIN / "cachetuner"), "sweep", str(sweep), "--ray-address", address, "--json", "--tracking-uri", uri],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    cmd = [str(BIN / "cachetuner"), "sweep", str(sweep), "--ray-address", address, "--json", "--tracking-uri", uri]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode == -signal.SIGSEGV:
+        # Ray's driver crashed natively (once in ~60 CI runs, never reproduced here; docs/scaling.md). Run once
+        # more, and say so loudly in the warnings summary with the first crash's stacks; a second crash fails.
+        warnings.warn(f"cachetuner sweep crashed natively, ran it again:\n{_native_crash_report(proc)}", stacklevel=1)
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"stdout: {proc.stdout[-1500:]}\n{_native_crash_report(proc)}"
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     assert len(lines) == 1, f"--json must print one object, got: {proc.stdout[-2000:]}"
     res = json.loads(lines[0])
