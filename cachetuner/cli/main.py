@@ -4,8 +4,10 @@ value) into one line on stderr with exit code 2 — never a traceback or a boxed
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
+import io
 import sys
 from typing import Any
 
@@ -61,8 +63,10 @@ def usage_line(e: Any) -> str:
 
 def main() -> None:
     # A crash in native code (Ray, torch, grpc) prints every thread's Python stack on stderr instead of a bare
-    # "Segmentation fault": the one clue a user or CI log has.
-    faulthandler.enable()
+    # "Segmentation fault": the one clue a user or CI log has. Not where stderr is no file (main() called in-process
+    # with stderr captured, as CliRunner-style tests do).
+    with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
+        faulthandler.enable()
     _load_commands()
     try:
         # not standalone: click's errors reach us instead of its multi-line usage box; an explicit Exit comes back
