@@ -143,6 +143,12 @@ def test_pool_command_prints_json_or_tables_and_one_error_line(tmp_path: Path) -
     assert "5 cells pooled from audit-a (3), audit-b (2)" in p.stdout and "ppo vs mrc" in p.stdout
     assert "ppo vs static-default" in p.stdout
     assert "2 / 1 / 2" in p.stdout  # cheaper / dearer / same
+    # piped with no COLUMNS (| tee, > file): 160 columns, and no figure or name cut to "…" (rich's 80 cut them)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    p = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "pool", str(a), str(b), "--tracking-uri", uri],
+                       capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert p.returncode == 0 and "…" not in p.stdout, p.stdout
+    assert max(map(len, p.stdout.splitlines())) <= 160 and "2 / 1 / 2" in p.stdout
     p = run(str(a), str(b), "--reference", "hill-climb", "--json", "--tracking-uri", uri)
     assert p.returncode == 0 and json.loads(p.stdout)["paired"] == {}
     p = run(str(a), str(tmp_path / "nope.json"), "--tracking-uri", uri)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import Any
 
 import typer
@@ -49,8 +50,23 @@ app.add_typer(bench_app, name="bench")
 
 #: stderr console for progress and logs; stdout stays clean for results.
 console = Console(stderr=True)
+
+
+def _stdout_console() -> Console:
+    """stdout at the terminal's width; piped (``| tee``, ``> file``), 160 columns unless ``COLUMNS`` says otherwise,
+    since rich's default of 80 cuts result tables' columns to "…"."""
+    c = Console()
+    return c if c.is_terminal or "COLUMNS" in os.environ else Console(width=160)
+
+
 #: stdout console for human-readable result tables.
-out = Console()
+out = _stdout_console()
+
+
+def wide_out(min_width: int = 140) -> Console:
+    """The stdout console for a wide table: ``out`` where it has ``min_width`` columns, else one of 160 (a narrow
+    terminal wraps the table's lines instead of cutting its columns to "…")."""
+    return out if out.width >= min_width else Console(width=160)
 
 
 def _clean(obj: Any) -> Any:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cachetuner.cli.app import app, bench_app, console, emit_json, out
+from cachetuner.cli.app import app, bench_app, console, emit_json, out, wide_out
 from cachetuner.cli.trace_options import JsonOpt
 
 #: ``--traces`` of the benchmarks over the shared traces.
@@ -103,9 +103,7 @@ def bench_knobs_cmd(
     for c in res["cells"]:
         table.add_row(c["trace"], c["budget"], f"{c['default_lru']:.4f}", f"{c['default_lfu']:.4f}", c["best"],
                       f"{c['best_hit_ratio']:.4f}", f"{c['headroom_pp']:+.2f}")
-    from rich.console import Console
-
-    (out if out.is_terminal and out.width >= 140 else Console(width=140)).print(table)  # piped: rich's 80 columns cut the names
+    wide_out().print(table)
     s = res["summary"]
     b = s["best_one_choice"]
     out.print(f"headroom mean {s['headroom_pp']['mean']:+.2f} pp, max {s['headroom_pp']['max']:+.2f} pp; "

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cachetuner.cli.app import app, emit_json, out
+from cachetuner.cli.app import app, emit_json, out, wide_out
 from cachetuner.cli.trace_options import JsonOpt
 
 
@@ -38,9 +38,10 @@ def pool_cmd(
         emit_json(res)
         return
     names = ", ".join(f"{s['suite']} ({s['cells']})" for s in res["suites"])
-    out.print(summary_table(res["summary"], f"{len(res['cells'])} cells pooled from {names}"))
+    wide = wide_out()
+    wide.print(summary_table(res["summary"], f"{len(res['cells'])} cells pooled from {names}"))
     if res["paired"]:
-        out.print(paired_table(res["paired"]))
+        wide.print(paired_table(res["paired"]))
     else:
         out.print(f"no paired comparison: no cell ran {' or '.join(refs)}", highlight=False)
     out.print(f"MLflow run {res['mlflow_run_id']} (experiment cachetuner-suite)")

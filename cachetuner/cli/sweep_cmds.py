@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from cachetuner.cli.app import app, bench_app, console, emit_json, out
+from cachetuner.cli.app import app, bench_app, console, emit_json, out, wide_out
 
 _JSON = typer.Option("--json", help="print exactly one JSON object on stdout")
 _URI = typer.Option("--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")
@@ -82,10 +82,7 @@ def print_sweep(res: dict) -> None:
         table.add_row(t["trial_id"], t["status"], "n/a" if t["best_score"] is None else f"{t['best_score']:.3f}",
                       str(t["timesteps"] or ""), (t["node_id"] or "")[:8],
                       " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in t["config"].items()))
-    from rich.console import Console
-
-    # Piped output gets rich's 80 columns by default: too narrow for the settings column.
-    (out if out.is_terminal and out.width >= 140 else Console(width=160)).print(table)
+    wide_out().print(table)
     for e in res["errors"]:
         out.print(f"trial {e['trial_id']} crashed: {e['error']}")
     b = res["best_trial"]

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cachetuner.cli.app import app, console, emit_json, out
+from cachetuner.cli.app import app, console, emit_json, out, wide_out
 from cachetuner.cli.trace_options import (
     FormatOpt,
     LimitOpt,
@@ -146,7 +146,7 @@ def evaluate_cmd(
         if json_out:
             emit_json(res)
         else:
-            print_suite(res, out)
+            print_suite(res, wide_out())
         return
     from cachetuner.errors import ConfigError
     from cachetuner.reports.evaluate import price_option, run_evaluation
@@ -226,7 +226,7 @@ def select_cmd(
     if json_out:
         emit_json(res)
     else:
-        print_selection(res, out)
+        print_selection(res, wide_out())
 
 
 def _pct(x: Any) -> str:
@@ -241,7 +241,6 @@ SHORT_EPISODE = 100
 
 def print_evaluation(result: dict[str, Any], report: Any) -> None:
     """The evaluation table on stdout (rich)."""
-    from rich.console import Console
     from rich.table import Table
 
     n = len(next(iter(report.results.values())).records)
@@ -262,8 +261,7 @@ def print_evaluation(result: dict[str, Any], report: Any) -> None:
             str(s["slo_violations"]),
             str(s["config_changes"]),
         )
-    # Piped output (make demo | tee) gets rich's 80 columns by default: too narrow for 10 columns.
-    (out if out.is_terminal and out.width >= 140 else Console(width=140)).print(table)
+    wide_out().print(table)
     bh = result.get("best_hindsight")
     ref = f"{bh['tuner']} ({bh['cost']:.4f})" if bh else "none run"
     out.print(

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from cachetuner.cli.app import app, console, emit_json, out
+from cachetuner.cli.app import app, console, emit_json, out, wide_out
 from cachetuner.cli.trace_options import JsonOpt, LimitOpt, SeedOpt, load_trace_from_options
 from cachetuner.errors import ConfigError
 
@@ -61,8 +60,7 @@ def _publish(report: dict, fig: object, figure: object, *, track: bool, json_out
 
 
 def _wide(table: Table) -> None:
-    """Piped output gets rich's 80 columns by default: too narrow for these tables."""
-    (out if out.is_terminal and out.width >= 150 else Console(width=160)).print(table)
+    wide_out(150).print(table)
 
 
 @ttl_app.command("policies")

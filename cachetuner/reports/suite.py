@@ -493,7 +493,9 @@ def summary_table(summary: dict[str, Any], title: str) -> Any:
     table = Table(title=title)
     for col in ("controller", "savings vs default", "95% CI", "regret", "95% CI", "max regret", "costlier than default",
                 "hit ratio", "mean maxmemory"):
-        table.add_column(col, justify="left" if col == "controller" else "right", no_wrap=True)
+        # the two long headers may wrap; figures never do (a cut figure reads as another number)
+        table.add_column(col, justify="left" if col == "controller" else "right",
+                         no_wrap=col not in ("costlier than default", "mean maxmemory"))
     for n, s in summary.items():
         table.add_row(n + (" (hindsight)" if s["hindsight"] else ""), _pct(s["savings_vs_default"]["mean"]),
                       _ci(s["savings_vs_default"]["ci"]), _pct(s["regret"]["mean"]), _ci(s["regret"]["ci"]),
@@ -509,7 +511,9 @@ def paired_table(paired: dict[str, Any]) -> Any:
 
     table = Table(title="paired, cell by cell (regret of the first − regret of the second)")
     for col in ("pair", "cheaper / dearer / same", "mean difference", "95% CI", "sign test p", "verdict", "largest"):
-        table.add_column(col, justify="left" if col in ("pair", "verdict", "largest") else "right", no_wrap=True)
+        table.add_column(col, justify="left" if col in ("pair", "verdict", "largest") else "right",
+                         no_wrap=col not in ("cheaper / dearer / same", "verdict", "largest"),
+                         overflow="fold" if col == "largest" else "ellipsis")
     for k, v in paired.items():
         big = v["largest"] or {}
         p = "n/a" if v["sign_test_p"] is None else f"{v['sign_test_p']:.2g}"
