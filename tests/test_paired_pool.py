@@ -16,7 +16,15 @@ from scipy.stats import binomtest
 from scipy.stats import t as student_t
 
 from cachetuner.errors import ConfigError
-from cachetuner.reports.paired import CHEAPER, DEARER, NO_DIFFERENCE, compare_pair, paired_against
+from cachetuner.reports.paired import (
+    CHEAPER,
+    DEARER,
+    MORE_OFTEN_CHEAPER,
+    MORE_OFTEN_DEARER,
+    NO_DIFFERENCE,
+    compare_pair,
+    paired_against,
+)
 from cachetuner.reports.pool import pool_results
 from cachetuner.reports.suite import summarise_cells
 
@@ -65,6 +73,20 @@ def test_verdict_follows_the_ci_and_a_cell_without_both_controllers_is_left_out(
     assert compare_pair(cells, "ppo", "hill-climb") is None  # no cell ran both
     one = compare_pair(cells[:1], "ppo", "mrc")
     assert one is not None and one.ci is None and one.verdict == NO_DIFFERENCE
+
+
+def test_a_significant_sign_test_with_a_mean_that_is_not_is_said_so() -> None:
+    """Eight small wins and one large loss: the mean's CI spans zero, the sign test (8 of 9, p = 0.039) does not;
+    the verdict says which one wins more cells instead of "no significant difference"."""
+    cells = [_cell(f"w{i}", 10.0, {"ppo": 10.0, "mrc": 10.01, "static-default": 20.0}) for i in range(8)]
+    cells.append(_cell("loss", 10.0, {"ppo": 12.0, "mrc": 10.0, "static-default": 20.0}))
+    pc, back = compare_pair(cells, "ppo", "mrc"), compare_pair(cells, "mrc", "ppo")
+    assert pc is not None and back is not None and pc.ci is not None
+    assert pc.ci[0] < 0 < pc.ci[1] and pc.sign_p == pytest.approx(binomtest(8, 9, 0.5).pvalue) and pc.sign_p < 0.05
+    assert pc.verdict == MORE_OFTEN_CHEAPER and back.verdict == MORE_OFTEN_DEARER
+    assert pc.to_json()["verdict"] == "cheaper in more cells; mean not different"
+    # one win fewer: 7 of 8 (p = 0.07) is no longer significant either way
+    assert compare_pair(cells[1:], "ppo", "mrc").verdict == NO_DIFFERENCE  # type: ignore[union-attr]
 
 
 def test_paired_against_compares_every_online_controller_with_each_reference_once() -> None:

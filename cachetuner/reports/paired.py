@@ -23,6 +23,12 @@ SAME_REL = 1e-6
 CHEAPER = "cheaper"
 DEARER = "dearer"
 NO_DIFFERENCE = "no significant difference"
+#: The mean difference's CI spans zero but the sign test does not: one controller wins more of the cells that differ,
+#: and a few large cells in the other direction even out the mean. Said, rather than folded into "no difference".
+MORE_OFTEN_CHEAPER = "cheaper in more cells; mean not different"
+MORE_OFTEN_DEARER = "dearer in more cells; mean not different"
+#: The sign test's level for the two verdicts above (the CI is at 1 − alpha too).
+SIGN_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -42,13 +48,15 @@ class PairedComparison:
 
     @property
     def verdict(self) -> str:
-        """``cheaper`` / ``dearer`` (a against b) when the CI excludes zero, else no significant difference."""
-        if self.ci is None:
-            return NO_DIFFERENCE
-        if self.ci[1] < 0:
+        """``cheaper`` / ``dearer`` (a against b) when the mean difference's CI excludes zero; else, when the sign test
+        on the cells that differ is significant, cheaper / dearer *in more cells* with the mean not different; else no
+        significant difference."""
+        if self.ci is not None and self.ci[1] < 0:
             return CHEAPER
-        if self.ci[0] > 0:
+        if self.ci is not None and self.ci[0] > 0:
             return DEARER
+        if self.sign_p is not None and self.sign_p < SIGN_ALPHA:
+            return MORE_OFTEN_CHEAPER if self.cheaper > self.dearer else MORE_OFTEN_DEARER
         return NO_DIFFERENCE
 
     def to_json(self) -> dict[str, Any]:
@@ -157,5 +165,5 @@ def paired_figure(cells: list[dict[str, Any]], pairs: list[str]) -> Any:
     return fig
 
 
-__all__ = ["CHEAPER", "DEARER", "NO_DIFFERENCE", "REFERENCES", "PairedComparison", "compare_pair", "log_paired_metrics",
-           "paired_against", "paired_figure"]
+__all__ = ["CHEAPER", "DEARER", "MORE_OFTEN_CHEAPER", "MORE_OFTEN_DEARER", "NO_DIFFERENCE", "REFERENCES",
+           "PairedComparison", "compare_pair", "log_paired_metrics", "paired_against", "paired_figure"]
