@@ -194,9 +194,10 @@ def run_sweep(
                     tuner.fit()
                 finally:
                     progress.close()
-                # The record is completed (child runs settled, best model registered, plot logged, run ended) before Ray is
-                # let go: Ray's driver has been seen to crash natively on disconnect (once in ~60 CI runs), and
-                # such a crash must not leave the parent run without its results.
+                # The record is completed (child runs settled, best model registered, plot logged, run ended) before
+                # Ray is let go: Ray's driver was once seen to die of SIGSEGV after Tune had finished (one CI run in
+                # about sixty; where exactly is unknown, the disconnect the likeliest), and such a crash must not leave
+                # the parent run without its results.
                 trials = _outcomes(progress)
                 interrupted = any(t.status == "interrupted" for t in trials) or len(trials) < cfg.num_trials
                 by_trial = settle_child_runs(client, exp_id, pid, {t.trial_id: t.status for t in trials})
