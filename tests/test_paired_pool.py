@@ -89,6 +89,25 @@ def test_a_significant_sign_test_with_a_mean_that_is_not_is_said_so() -> None:
     assert compare_pair(cells[1:], "ppo", "mrc").verdict == NO_DIFFERENCE  # type: ignore[union-attr]
 
 
+def test_pool_keeps_each_suites_own_summary(tmp_path: Path) -> None:
+    """A pooled mean can hide a controller that wins one suite and loses another: ``by_suite`` has each suite's own."""
+    cells = _cells()
+    a = _write(tmp_path / "a.json", "audit-a", cells[:3])
+    b = _write(tmp_path / "b.json", "audit-b", cells[3:])
+    res = pool_results([a, b])
+    assert list(res["by_suite"]) == ["audit-a", "audit-b"]
+    for name, part in (("audit-a", cells[:3]), ("audit-b", cells[3:])):
+        want = summarise_cells(part)
+        got = res["by_suite"][name]
+        assert got["ppo"]["regret"]["mean"] == pytest.approx(want["ppo"]["regret"]["mean"])
+        assert got["mrc"]["regret"]["max"] == pytest.approx(want["mrc"]["regret"]["max"])
+        assert got["ppo"]["cells"] == len(part)
+    # audit-a: ppo 2 %, 1 %, 25 % against mrc 5 %, 3 %, 5 %: dearer on the mean; audit-b: 0 % and 5 % for both
+    assert res["by_suite"]["audit-a"]["ppo"]["regret"]["mean"] > res["by_suite"]["audit-a"]["mrc"]["regret"]["mean"]
+    assert res["by_suite"]["audit-b"]["ppo"]["regret"]["mean"] == pytest.approx(
+        res["by_suite"]["audit-b"]["mrc"]["regret"]["mean"])
+
+
 def test_paired_against_compares_every_online_controller_with_each_reference_once() -> None:
     paired = paired_against(_cells(), "mrc")
     assert set(paired) == {"ppo vs mrc", "static-default vs mrc"}  # best-static is hindsight, mrc the reference
@@ -165,6 +184,7 @@ def test_pool_command_prints_json_or_tables_and_one_error_line(tmp_path: Path) -
     assert "5 cells pooled from audit-a (3), audit-b (2)" in p.stdout and "ppo vs mrc" in p.stdout
     assert "ppo vs static-default" in p.stdout
     assert "2 / 1 / 2" in p.stdout  # cheaper / dearer / same
+    assert "per suite: mean regret" in p.stdout and "audit-a (3)" in p.stdout and "audit-b (2)" in p.stdout
     # piped with no COLUMNS (| tee, > file): 160 columns, and no figure or name cut to "…" (rich's 80 cut them)
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     p = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "pool", str(a), str(b), "--tracking-uri", uri],

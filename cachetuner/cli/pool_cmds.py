@@ -29,7 +29,7 @@ def pool_cmd(
     sign test; an MLflow run keeps the JSON and the plots."""
     from cachetuner.reports.paired import REFERENCES
     from cachetuner.reports.pool import log_pool, pool_results
-    from cachetuner.reports.suite import paired_table, summary_table
+    from cachetuner.reports.suite import by_suite_table, paired_table, summary_table
 
     refs = tuple(reference) if reference else REFERENCES
     res = pool_results(list(files), references=refs)
@@ -40,6 +40,8 @@ def pool_cmd(
     names = ", ".join(f"{s['suite']} ({s['cells']})" for s in res["suites"])
     wide = wide_out()
     wide.print(summary_table(res["summary"], f"{len(res['cells'])} cells pooled from {names}"))
+    if len(res["by_suite"]) > 1:
+        wide.print(by_suite_table(res["by_suite"]))
     if res["paired"]:
         wide.print(paired_table(res["paired"]))
     else:

@@ -46,7 +46,7 @@ def read_suite_result(path: Path) -> dict[str, Any]:
 
 def pool_results(paths: list[Path], references: tuple[str, ...] = REFERENCES) -> dict[str, Any]:
     """The cells of every file (each tagged with its suite's name), their summary and the paired comparisons
-    against ``references``, in the shape of a suite result."""
+    against ``references``, in the shape of a suite result; ``by_suite`` holds each suite's own summary."""
     if not paths:
         raise ConfigError("pool: give at least one suite result file")
     cells: list[dict[str, Any]] = []
@@ -63,7 +63,9 @@ def pool_results(paths: list[Path], references: tuple[str, ...] = REFERENCES) ->
                                   f"also in {seen[key]}; a pooled cell must count once")
             seen[key] = p
             cells.append({**c, "suite": name})
-    return {"suites": suites, "cells": cells, "summary": summarise_cells(cells),
+    # per suite as well: a pooled mean can hide that one controller wins some suites and loses others
+    by_suite = {n: summarise_cells([c for c in cells if c["suite"] == n]) for n in dict.fromkeys(s["suite"] for s in suites)}
+    return {"suites": suites, "cells": cells, "summary": summarise_cells(cells), "by_suite": by_suite,
             "paired": paired_against(cells, references), "references": list(references)}
 
 

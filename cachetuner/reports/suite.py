@@ -504,6 +504,34 @@ def summary_table(summary: dict[str, Any], title: str) -> Any:
     return table
 
 
+def by_suite_table(by_suite: dict[str, dict[str, Any]]) -> Any:
+    """One row per suite, one column per controller that is not a hindsight reference: mean regret / worst cell,
+    cells costlier than static-default; the cheapest online mean of each row in bold."""
+    from rich.table import Table
+
+    names = list(dict.fromkeys(t for summ in by_suite.values() for t, v in summ.items() if not v["hindsight"]))
+    table = Table(title="per suite: mean regret / worst cell, cells costlier than static-default")
+    table.add_column("suite (cells)", no_wrap=True)
+    for n in names:
+        table.add_column(n, justify="right", no_wrap=True)
+    for suite, summ in by_suite.items():
+        means = {n: summ[n]["regret"]["mean"] for n in names if n in summ and summ[n]["regret"]["mean"] is not None}
+        online = {n: m for n, m in means.items() if n != "static-default"}
+        best = min(online.values()) if online else None
+        row = []
+        for n in names:
+            v = summ.get(n)
+            if v is None or v["regret"]["mean"] is None:
+                row.append("–")
+                continue
+            # two decimals: suite means of online controllers sit within a point or two of each other
+            text = f"{100 * v['regret']['mean']:+.2f}% / {_pct(v['regret']['max'])}, {v['costlier_than_default']}"
+            row.append(f"[bold]{text}[/bold]" if n in online and online[n] == best else text)
+        cells = max((v["cells"] for v in summ.values()), default=0)
+        table.add_row(f"{suite} ({cells})", *row)
+    return table
+
+
 def paired_table(paired: dict[str, Any]) -> Any:
     """The paired comparisons (:func:`cachetuner.reports.paired.paired_against`) as a rich table: per pair the cells
     each is the cheaper in, the mean regret difference with its 95 % CI, the sign test and the largest cell."""
