@@ -108,6 +108,33 @@ def test_pool_keeps_each_suites_own_summary(tmp_path: Path) -> None:
         res["by_suite"]["audit-b"]["mrc"]["regret"]["mean"])
 
 
+def test_the_ci_by_trace_resamples_whole_traces() -> None:
+    """Cells of one trace move together (here: each trace's five cells share one difference), which the t interval
+    over cells ignores; resampling whole traces gives the wider interval those four traces support."""
+    per_trace = {"t1.trace": 10.0, "t2.trace": 10.1, "t3.trace": 10.3, "t4.trace": 10.5}  # ppo's cost; mrc 10.2
+    cells = []
+    for tr, cost in per_trace.items():
+        for i in range(5):
+            c = _cell(f"{tr}-{i}", 10.0, {"ppo": cost, "mrc": 10.2, "static-default": 20.0}, seed=i)
+            cells.append({**c, "workload": f"../traces/{tr}"})
+    pc = compare_pair(cells, "ppo", "mrc")
+    assert pc is not None and pc.ci is not None and pc.ci_by_trace is not None and pc.traces == 4
+    assert pc.ci_by_trace[1] - pc.ci_by_trace[0] > 1.5 * (pc.ci[1] - pc.ci[0])
+    assert pc.ci_by_trace[0] >= -0.02 - 1e-12 and pc.ci_by_trace[1] <= 0.03 + 1e-12  # within the traces' own diffs
+    assert compare_pair(cells, "ppo", "mrc").ci_by_trace == pc.ci_by_trace  # type: ignore[union-attr]  # seeded
+    j = pc.to_json()
+    assert j["traces"] == 4 and j["ci_by_trace"] == [pc.ci_by_trace[0], pc.ci_by_trace[1]]
+    # every trace with the same mean difference: nothing to resample, the interval is that difference
+    same = [{**c, "workload": f"w{i % 3}"} for i, c in enumerate(_cell(f"x{i}", 10.0, {"ppo": 10.1, "mrc": 10.3,
+            "static-default": 20.0}) for i in range(9))]
+    flat = compare_pair(same, "ppo", "mrc")
+    assert flat is not None and flat.ci_by_trace == pytest.approx((-0.02, -0.02))
+    # cells without a workload fall back to their labels; one trace only: no interval
+    one = compare_pair([{**c, "workload": "only"} for c in cells], "ppo", "mrc")
+    assert one is not None and one.ci_by_trace is None and one.traces == 1
+    assert compare_pair(_cells(), "ppo", "mrc").traces == 5  # type: ignore[union-attr]
+
+
 def test_paired_against_compares_every_online_controller_with_each_reference_once() -> None:
     paired = paired_against(_cells(), "mrc")
     assert set(paired) == {"ppo vs mrc", "static-default vs mrc"}  # best-static is hindsight, mrc the reference

@@ -45,6 +45,11 @@ class PairedComparison:
     ci: tuple[float, float] | None  # None with fewer than two cells
     sign_p: float | None  # two-sided sign test on cheaper vs dearer (None when no cell differs)
     largest: dict[str, Any] | None  # the cell with the largest |diff|: trace, prices, seed, diff
+    #: the mean difference's 95 % CI with whole traces resampled (cluster bootstrap), None with fewer than two traces:
+    #: cells of one trace (its prices, seeds, rates, value sizes) are not independent draws, which the t interval
+    #: assumes; this one treats each trace file as the unit
+    ci_by_trace: tuple[float, float] | None = None
+    traces: int = 0  # distinct trace files behind the cells
 
     @property
     def verdict(self) -> str:
@@ -63,7 +68,9 @@ class PairedComparison:
         return {"a": self.a, "b": self.b, "cells": self.cells, "cheaper": self.cheaper, "dearer": self.dearer,
                 "same": self.same, "mean_regret_diff": self.mean_diff,
                 "ci": None if self.ci is None else [self.ci[0], self.ci[1]], "sign_test_p": self.sign_p,
-                "verdict": self.verdict, "largest": self.largest}
+                "verdict": self.verdict, "largest": self.largest,
+                "ci_by_trace": None if self.ci_by_trace is None else [self.ci_by_trace[0], self.ci_by_trace[1]],
+                "traces": self.traces}
 
 
 def _t_ci(d: np.ndarray, alpha: float) -> tuple[float, float] | None:
@@ -76,11 +83,37 @@ def _t_ci(d: np.ndarray, alpha: float) -> tuple[float, float] | None:
     return (m - half, m + half)
 
 
+#: Bootstrap resamples of the by-trace CI; seeded, so a result file always reads the same.
+BOOTSTRAP_RESAMPLES = 4000
+
+
+def trace_of(cell: dict[str, Any]) -> str:
+    """The trace file behind a cell (``workload``, as ``evaluate`` writes it), else its label."""
+    return str(cell.get("workload") or cell.get("trace"))
+
+
+def _cluster_ci(diffs: np.ndarray, clusters: list[str], alpha: float, resamples: int = BOOTSTRAP_RESAMPLES,
+                seed: int = 0) -> tuple[float, float] | None:
+    """Percentile CI of the mean over cells when whole clusters (traces) are resampled with replacement."""
+    names = list(dict.fromkeys(clusters))
+    if len(names) < 2:
+        return None
+    index = {n: i for i, n in enumerate(names)}
+    ids = np.array([index[c] for c in clusters])
+    sums = np.bincount(ids, weights=diffs, minlength=len(names))
+    counts = np.bincount(ids, minlength=len(names)).astype(float)
+    pick = np.random.default_rng(seed).integers(0, len(names), size=(resamples, len(names)))
+    means = sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return (float(lo), float(hi))
+
+
 def compare_pair(cells: list[dict[str, Any]], a: str, b: str, *, alpha: float = 0.05) -> PairedComparison | None:
     """``a`` against ``b`` over the cells where both have a cost and a regret (None when there is no such cell)."""
     from scipy.stats import binomtest
 
     diffs: list[float] = []
+    clusters: list[str] = []
     cheaper = dearer = same = 0
     largest: dict[str, Any] | None = None
     for c in cells:
@@ -91,6 +124,7 @@ def compare_pair(cells: list[dict[str, Any]], a: str, b: str, *, alpha: float = 
         if not math.isfinite(d):
             continue
         diffs.append(d)
+        clusters.append(trace_of(c))
         ca, cb = float(ta["cost"]), float(tb["cost"])
         if abs(ca - cb) <= SAME_REL * max(abs(ca), abs(cb), 1e-300):
             same += 1
@@ -107,7 +141,7 @@ def compare_pair(cells: list[dict[str, Any]], a: str, b: str, *, alpha: float = 
     differ = cheaper + dearer
     sign_p = float(binomtest(cheaper, differ, 0.5).pvalue) if differ else None
     return PairedComparison(a, b, len(diffs), cheaper, dearer, same, float(arr.mean()), _t_ci(arr, alpha), sign_p,
-                            largest)
+                            largest, _cluster_ci(arr, clusters, alpha), len(set(clusters)))
 
 
 #: The references every suite result is paired against: the operator's config, and the daemon's default controller.
@@ -165,5 +199,5 @@ def paired_figure(cells: list[dict[str, Any]], pairs: list[str]) -> Any:
     return fig
 
 
-__all__ = ["CHEAPER", "DEARER", "MORE_OFTEN_CHEAPER", "MORE_OFTEN_DEARER", "NO_DIFFERENCE", "REFERENCES",
-           "PairedComparison", "compare_pair", "log_paired_metrics", "paired_against", "paired_figure"]
+__all__ = ["BOOTSTRAP_RESAMPLES", "CHEAPER", "DEARER", "MORE_OFTEN_CHEAPER", "MORE_OFTEN_DEARER", "NO_DIFFERENCE", "REFERENCES",
+           "PairedComparison", "compare_pair", "log_paired_metrics", "paired_against", "paired_figure", "trace_of"]

@@ -534,18 +534,21 @@ def by_suite_table(by_suite: dict[str, dict[str, Any]]) -> Any:
 
 def paired_table(paired: dict[str, Any]) -> Any:
     """The paired comparisons (:func:`cachetuner.reports.paired.paired_against`) as a rich table: per pair the cells
-    each is the cheaper in, the mean regret difference with its 95 % CI, the sign test and the largest cell."""
+    each is the cheaper in, the mean regret difference with its 95 % CI over cells and with whole traces resampled
+    (their number in brackets), the sign test and the largest cell."""
     from rich.table import Table
 
     table = Table(title="paired, cell by cell (regret of the first − regret of the second)")
-    for col in ("pair", "cheaper / dearer / same", "mean difference", "95% CI", "sign test p", "verdict", "largest"):
+    for col in ("pair", "cheaper / dearer / same", "mean difference", "95% CI", "95% CI, traces resampled", "sign test p",
+                "verdict", "largest"):
         table.add_column(col, justify="left" if col in ("pair", "verdict", "largest") else "right",
-                         no_wrap=col not in ("cheaper / dearer / same", "verdict", "largest"),
+                         no_wrap=col not in ("cheaper / dearer / same", "95% CI, traces resampled", "verdict", "largest"),
                          overflow="fold" if col == "largest" else "ellipsis")
     for k, v in paired.items():
         big = v["largest"] or {}
         p = "n/a" if v["sign_test_p"] is None else f"{v['sign_test_p']:.2g}"
-        table.add_row(k, f"{v['cheaper']} / {v['dearer']} / {v['same']}", _pp(v["mean_regret_diff"]), _pp_ci(v["ci"]), p,
+        table.add_row(k, f"{v['cheaper']} / {v['dearer']} / {v['same']}", _pp(v["mean_regret_diff"]), _pp_ci(v["ci"]),
+                      f"{_pp_ci(v.get('ci_by_trace'))} ({v.get('traces', 0)})", p,
                       v["verdict"], f"{big.get('trace')} / {big.get('prices')} ({_pp(big.get('diff'))})" if big else "")
     return table
 
