@@ -25,8 +25,8 @@ def pool_cmd(
 
     Each cell keeps its suite's name; a cell found in two files is an error (it would count twice). The paired
     table (every online controller against static-default and mrc, or --reference) counts the cells in which each
-    is the cheaper, and gives the mean regret difference with a 95 % CI (Student's t over cells) and a two-sided
-    sign test; a table per suite shows each one's own figures; an MLflow run keeps the JSON and the plots."""
+    is the cheaper, and gives the mean regret difference with a 95 % CI (Student's t over cells, and with whole
+    traces resampled) and a two-sided sign test; a table per suite shows each one's own figures; an MLflow run keeps the JSON and the plots."""
     from cachetuner.reports.paired import REFERENCES
     from cachetuner.reports.pool import log_pool, pool_results
     from cachetuner.reports.suite import by_suite_table, paired_table, summary_table

@@ -6,7 +6,9 @@ units of that cell's best cost; the cell's own difficulty cancels. Why a count a
 differences are mostly zero (both controllers make the same decisions) with a few large ones (a loop caught or
 missed), so a mean can be decided by one cell while the count of cells each wins says how often, and the other way
 round. The CI is Student's t on the cells' differences, which treats cells as independent draws: they are separate
-runs, but a suite's cells share traces, so read it as the spread of these cells, not of all traffic.
+runs, but a suite's cells share traces, so read it as the spread of these cells, not of all traffic. ``ci_by_trace``
+resamples whole trace files instead (a cluster bootstrap), the interval those few traces support; the verdict still
+reads the t interval.
 """
 
 from __future__ import annotations
