@@ -47,12 +47,18 @@ class ArmSeries:
     records: list[dict[str, float]] = field(default_factory=list)
     configs: list[dict] = field(default_factory=list)
     estimated: bool = False  # shadow treatment: figures are estimates, not measurements
+    initial: dict | None = None  # the config in force before the first interval, so its first move counts as a change
 
     def series(self, name: str) -> np.ndarray:
         return np.array([r[name] for r in self.records], dtype=np.float64)
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {name: self.series(name) for name in SERIES if self.records and name in self.records[0]}
+
+    def config_changes(self) -> int:
+        """Intervals whose config differs from the one in force before (the initial one, when known, for the first)."""
+        seq = ([self.initial] if self.initial is not None else []) + self.configs
+        return sum(1 for x, y in zip(seq, seq[1:], strict=False) if x != y)
 
     def totals(self) -> dict[str, float]:
         """Episode summaries logged on the arm's run (means of ratios, sums of counts and cost)."""
@@ -66,7 +72,7 @@ class ArmSeries:
             "mean_byte_hit_ratio": float(a["byte_hit_ratio"].mean()),
             "mean_p95_ms": float(a["p95_ms"].mean()),
             "mean_maxmemory_mb": float(a["maxmemory_mb"].mean()),
-            "config_changes": float(sum(1 for x, y in zip(self.configs, self.configs[1:], strict=False) if x != y)),
+            "config_changes": float(self.config_changes()),
         }
 
 

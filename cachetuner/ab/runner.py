@@ -160,6 +160,8 @@ def _lockstep(
 ) -> None:
     obs_c, info_c = env_c.reset(seed=seed, options=options)
     obs_t, info_t = env_t.reset(seed=seed, options=options if paired_check else None)
+    control.initial = info_c["config"].model_dump(mode="json")
+    treatment.initial = info_t["config"].model_dump(mode="json")
     if check is not None:  # bounds resolved from the working set are known only now, before the first interval
         check(env_c, env_t)
     hc, ht = bool(getattr(tuner_c, "hindsight", False)), bool(getattr(tuner_t, "hindsight", False))

@@ -44,6 +44,7 @@ class IntervalRecord:
     cost: dict[str, float]
     slo_violation: bool  # p95 above the env's ``slo_p95_ms``
     reward: float = 0.0
+    changed: bool = False  # the config differs from the one in force before (the initial one, for interval 0)
 
 
 def context_from_env(
@@ -73,7 +74,16 @@ def wants_sample(controller: Any) -> bool:
     return bool(getattr(controller, "needs_sample", False))
 
 
-def record(i: int, info: dict[str, Any], slo_p95_ms: float, reward: float) -> IntervalRecord:
+def config_key(cfg: Any) -> tuple[int, str, int]:
+    """What a config change is: ``maxmemory``, ``maxmemory-policy`` or ``timeout`` differ (other knobs follow them)."""
+    return int(cfg.maxmemory), str(cfg.maxmemory_policy), int(cfg.timeout)
+
+
+def record(
+    i: int, info: dict[str, Any], slo_p95_ms: float, reward: float, previous: Any | None = None
+) -> IntervalRecord:
+    """``previous``: the config in force before this interval (the reset's for the first one); ``None`` when
+    unknown (the first record then counts as no change)."""
     snap = info["snapshot"]
     cfg = info["config"]
     return IntervalRecord(
@@ -91,6 +101,7 @@ def record(i: int, info: dict[str, Any], slo_p95_ms: float, reward: float) -> In
         cost={k: float(v) for k, v in info["cost"].items()},
         slo_violation=bool(snap.latency_p95_ms > slo_p95_ms),
         reward=float(reward),
+        changed=previous is not None and config_key(cfg) != config_key(previous),
     )
 
 
@@ -98,13 +109,14 @@ def summarise(records: list[IntervalRecord]) -> dict[str, float]:
     """Episode figures: ``cost`` is the sum of per-interval total cost; ratios are over all requests of
     the episode; ``p95_latency_ms`` is the get-weighted mean of per-interval p95 (an approximation:
     per-interval histograms are not kept); ``config_changes`` counts intervals whose config differs
-    from the previous one."""
+    from the one in force before, the first decision's move away from the initial config included (until
+    2026-12-06 it was left out: only consecutive records were compared)."""
     if not records:
         return dict.fromkeys(SUMMARY_FIELDS, float("nan"))
     gets = sum(r.gets for r in records)
     byte_req = sum(r.byte_requests for r in records)
     weights = np.array([max(r.gets, 1) for r in records], dtype=float)
-    changes = sum(
+    changes = int(records[0].changed) + sum(
         1
         for a, b in zip(records, records[1:], strict=False)
         if (a.maxmemory, a.policy, a.timeout) != (b.maxmemory, b.policy, b.timeout)
@@ -136,13 +148,15 @@ def run_episode(
     wants = wants_sample(controller)
     controller.reset(context_from_env(env, obs, info, hindsight=hindsight, sample=wants))
     records: list[IntervalRecord] = []
+    previous = info["config"]
     done = False
     while not done:
         ctx = context_from_env(env, obs, info, hindsight=hindsight, sample=wants)
         cfg = controller.decide(ctx)
         ttl = controller.client_ttl(ctx) if isinstance(controller, ClientTTLDecider) else None
         obs, reward, terminated, truncated, info = base.step_config(cfg) if ttl is None else base.step_config(cfg, ttl)
-        records.append(record(len(records), info, base.cfg.slo_p95_ms, reward))
+        records.append(record(len(records), info, base.cfg.slo_p95_ms, reward, previous))
+        previous = info["config"]
         if on_interval is not None:
             on_interval(len(records))
         done = bool(terminated or truncated)

@@ -136,3 +136,20 @@ def test_cli_rate_profile_mistakes_are_one_line(args: list[str], match: str) -> 
     res = CliRunner().invoke(app, ["ab", "--config", str(config), *args, "--no-track"])
     assert isinstance(res.exception, ConfigError), (res.exception, res.output)
     assert match in str(res.exception) and "\n" not in str(res.exception), str(res.exception)
+
+
+def test_an_arms_first_move_away_from_its_initial_config_is_a_change() -> None:
+    """Fixed arms start at their own config: no change. ``mrc`` moves at its first decision, and that move counts
+    (comparing consecutive intervals alone left it out); without a known initial config it cannot count."""
+    from cachetuner.ab.result import ArmSeries
+
+    fixed = run_ab(ab_config({"config": SMALL}, {"config": LARGE}, horizon=6))
+    assert fixed.control.totals()["config_changes"] == fixed.treatment.totals()["config_changes"] == 0
+    res = run_ab(ab_config({"tuner": "static-default"}, {"tuner": "mrc"}, horizon=6))
+    t = res.treatment
+    assert t.initial is not None and t.configs[0]["maxmemory"] != t.initial["maxmemory"]
+    moves = sum(a != b for a, b in zip(t.configs, t.configs[1:], strict=False))
+    assert t.totals()["config_changes"] == moves + 1
+    a, b = {"maxmemory": 1}, {"maxmemory": 2}
+    assert ArmSeries("treatment", "x", configs=[b, b, a], initial=a).config_changes() == 2
+    assert ArmSeries("treatment", "x", configs=[b, b, a]).config_changes() == 1

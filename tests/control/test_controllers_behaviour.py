@@ -209,3 +209,29 @@ def test_gap_closed_definition() -> None:
     assert gap_closed({**s, "ppo": {"cost": 2.0}}) is None  # beyond the oracle: not a share of the gap
     assert gap_closed({"best-static": {"cost": 1.0}}) is None
     assert np.isnan(summarise([])["cost"])
+
+
+def test_config_changes_count_the_first_move_away_from_the_initial_config() -> None:
+    """A controller that moves once, at its first decision, and holds reports one change (the episode's records
+    start after that move, so comparing consecutive records alone reported none); static-default reports none, and
+    a controller that moves on and back again counts both moves."""
+
+    class OnAndBack:
+        def reset(self, ctx) -> None:
+            self.n = 0
+
+        def decide(self, ctx):
+            self.n += 1
+            return ctx.config.model_copy(update={"maxmemory": 3_000_000 if self.n < 3 else 2_000_000})
+
+    cfg = _env_cfg(WorkloadSpec(trace="synthetic:zipf", rate=200, params={"n_requests": 12000, "n_keys": 500}),
+                   {"min_bytes": 1_000_000, "max_bytes": 4_000_000, "initial_bytes": 2_000_000}, 10.0)
+    ctls = {
+        "static-default": make_controller("static-default"),
+        "fixed": make_controller("fixed", config=RedisConfig(maxmemory=3_000_000)),
+        "on-and-back": OnAndBack(),
+    }
+    rep = evaluate_controllers(cfg, ctls)  # type: ignore[arg-type]
+    changes = {name: r.summary["config_changes"] for name, r in rep.results.items()}
+    assert changes == {"static-default": 0, "fixed": 1, "on-and-back": 2}
+    assert rep.results["fixed"].records[0].changed and not any(r.changed for r in rep.results["fixed"].records[1:])
