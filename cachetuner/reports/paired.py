@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from cachetuner.reports.intervals import t_interval
+
 #: Two costs within this relative difference count as the same result (the same decisions up to float noise).
 SAME_REL = 1e-6
 
@@ -73,16 +75,6 @@ class PairedComparison:
                 "verdict": self.verdict, "largest": self.largest,
                 "ci_by_trace": None if self.ci_by_trace is None else [self.ci_by_trace[0], self.ci_by_trace[1]],
                 "traces": self.traces}
-
-
-def _t_ci(d: np.ndarray, alpha: float) -> tuple[float, float] | None:
-    if len(d) < 2:
-        return None
-    from scipy.stats import t as student_t
-
-    half = float(student_t.ppf(1 - alpha / 2, len(d) - 1)) * float(d.std(ddof=1)) / math.sqrt(len(d))
-    m = float(d.mean())
-    return (m - half, m + half)
 
 
 #: Bootstrap resamples of the by-trace CI; seeded, so a result file always reads the same.
@@ -142,7 +134,7 @@ def compare_pair(cells: list[dict[str, Any]], a: str, b: str, *, alpha: float = 
     arr = np.asarray(diffs)
     differ = cheaper + dearer
     sign_p = float(binomtest(cheaper, differ, 0.5).pvalue) if differ else None
-    return PairedComparison(a, b, len(diffs), cheaper, dearer, same, float(arr.mean()), _t_ci(arr, alpha), sign_p,
+    return PairedComparison(a, b, len(diffs), cheaper, dearer, same, float(arr.mean()), t_interval(arr, alpha), sign_p,
                             largest, _cluster_ci(arr, clusters, alpha), len(set(clusters)))
 
 

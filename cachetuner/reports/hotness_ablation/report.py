@@ -21,6 +21,7 @@ from cachetuner.reports.hotness_ablation.arms import (
     quiet,
     read_state,
 )
+from cachetuner.reports.intervals import t_interval
 
 
 # -- evaluation on held-out traces ----------------------------------------------------------------------------
@@ -89,11 +90,6 @@ def evaluate_runs(
     return rows
 
 
-def _t95(n: int) -> float:
-    table = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-    return table.get(n, 1.96 if n > 30 else 2.2)
-
-
 def mean_ci(xs: Sequence[float]) -> dict[str, Any]:
     """Mean and 95 % t-interval (``None`` under two values)."""
     a = np.asarray([x for x in xs if x is not None and math.isfinite(x)], float)
@@ -101,8 +97,8 @@ def mean_ci(xs: Sequence[float]) -> dict[str, Any]:
         return {"mean": None, "ci": None, "n": 0}
     if len(a) < 2:
         return {"mean": float(a.mean()), "ci": None, "n": 1}
-    half = _t95(len(a) - 1) * a.std(ddof=1) / math.sqrt(len(a))
-    return {"mean": float(a.mean()), "ci": [float(a.mean() - half), float(a.mean() + half)], "n": int(len(a))}
+    ci = t_interval(a)
+    return {"mean": float(a.mean()), "ci": None if ci is None else [ci[0], ci[1]], "n": int(len(a))}
 
 
 def summarise(rows: list[dict[str, Any]], states: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
