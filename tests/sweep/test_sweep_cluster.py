@@ -85,15 +85,11 @@ def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 120
     raise AssertionError(f"ray start did not report {text!r} within {timeout} s:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-#: The module's cluster's temp dir (Ray's session logs, the driver's included, live under it).
-RAY_TMP: list[Path] = []
-
-
-def _native_crash_report(proc: subprocess.CompletedProcess) -> str:
+def _native_crash_report(proc: subprocess.CompletedProcess, ray_tmp: Path) -> str:
     """What a natively crashed sweep left: its stderr's end (Python's faulthandler stacks, which the CLI enables)
-    and the lines around Ray's own signal report in the driver's core-worker log."""
+    and the lines around Ray's own signal report in the driver's core-worker log under the cluster's ``ray_tmp``."""
     parts = [f"rc {proc.returncode}; stderr:\n{proc.stderr[-6000:]}"]
-    for log in sorted(RAY_TMP[0].glob("t/session_*/logs/python-core-driver-*.log")) if RAY_TMP else []:
+    for log in sorted(ray_tmp.glob("t/session_*/logs/python-core-driver-*.log")):
         text = log.read_text(errors="replace").splitlines()
         at = next((i for i, ln in enumerate(text) if "SIGSEGV" in ln or "Fatal" in ln), None)
         if at is not None:
@@ -108,11 +104,19 @@ def ray_cluster_procs() -> list[subprocess.Popen]:
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(ray_cluster_procs: list[subprocess.Popen]) -> Iterator[tuple[str, dict[str, str]]]:
+def ray_tmp() -> Iterator[Path]:
+    """The module's cluster's temp dir: Ray's session logs, the driver's included, live under it. Short, because
+    Ray's socket paths do too; removed with the module."""
+    tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
+    yield tmp
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(ray_cluster_procs: list[subprocess.Popen], ray_tmp: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """``(address, env)`` of a head and a second node, one CPU each, token-authenticated."""
     assert (BIN / "ray").is_file(), f"ray is not installed in {BIN} (pip install -e '.[ray]'; make install does)"
-    tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths live under it
-    RAY_TMP[:] = [tmp]
+    tmp = ray_tmp
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     node = ["--num-cpus", "1", "--object-store-memory", str(80 * 2**20), "--block", "--disable-usage-stats",
             "--node-ip-address", "127.0.0.1"]
@@ -145,12 +149,11 @@ def ray_cluster(ray_cluster_procs: list[subprocess.Popen]) -> Iterator[tuple[str
         # waits >10 s for its runtime-env agent, and this throw-away cluster (temp dir removed below)
         # needs none
         _stop(procs, grace=0)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.mark.slow
 def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_model(
-    ray_cluster: tuple[str, dict[str, str]], tmp_path: Path, mlflow_store
+    ray_cluster: tuple[str, dict[str, str]], ray_tmp: Path, tmp_path: Path, mlflow_store
 ) -> None:
     address, env = ray_cluster
     sweep = tmp_path / "sweep.yaml"
@@ -175,9 +178,9 @@ def test_sweep_runs_on_both_nodes_logs_every_trial_and_registers_a_loadable_mode
     if proc.returncode == -signal.SIGSEGV:
         # Ray's driver crashed natively (once in ~60 CI runs, never reproduced here; docs/scaling.md). Run once
         # more, and say so loudly in the warnings summary with the first crash's stacks; a second crash fails.
-        warnings.warn(f"cachetuner sweep crashed natively, ran it again:\n{_native_crash_report(proc)}", stacklevel=1)
+        warnings.warn(f"cachetuner sweep crashed natively, ran it again:\n{_native_crash_report(proc, ray_tmp)}", stacklevel=1)
         proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"stdout: {proc.stdout[-1500:]}\n{_native_crash_report(proc)}"
+    assert proc.returncode == 0, f"stdout: {proc.stdout[-1500:]}\n{_native_crash_report(proc, ray_tmp)}"
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     assert len(lines) == 1, f"--json must print one object, got: {proc.stdout[-2000:]}"
     res = json.loads(lines[0])
@@ -291,3 +294,20 @@ def test_a_lost_node_loses_only_its_running_trial(ray_cluster: tuple[str, dict[s
     from cachetuner.control.learned import load_policy
 
     assert load_policy(res["best_trial"]["model_path"]).model is not None
+
+
+def test_the_crash_report_quotes_stderr_and_the_drivers_signal_report(tmp_path: Path) -> None:
+    """What the rerun warning carries after a native crash: the stderr's end and, from each driver log under the
+    cluster's temp dir, the lines around Ray's SIGSEGV report (not the log's unrelated start)."""
+    logs = tmp_path / "t" / "session_2026" / "logs"
+    logs.mkdir(parents=True)
+    lines = [f"[info] line {i}" for i in range(100)]
+    lines[60] = "*** SIGSEGV received at time=1 on cpu 0 ***"
+    (logs / "python-core-driver-01.log").write_text("\n".join(lines))
+    (logs / "python-core-driver-02.log").write_text("[info] nothing went wrong\n")
+    proc = subprocess.CompletedProcess(["cachetuner"], -signal.SIGSEGV, "", "Fatal Python error: Segmentation fault")
+    report = _native_crash_report(proc, tmp_path)
+    assert report.startswith(f"rc {-signal.SIGSEGV}; stderr:\nFatal Python error: Segmentation fault")
+    assert "python-core-driver-01.log:" in report and "python-core-driver-02.log" not in report
+    assert "[info] line 55" in report and "SIGSEGV received" in report and "[info] line 99" in report
+    assert "[info] line 54" not in report
