@@ -229,6 +229,42 @@ def select_cmd(
         print_selection(res, wide_out())
 
 
+@app.command("support")
+def support_cmd(
+    model: Annotated[str, typer.Option("--model", help="model.zip, runs:/<id>/model or default")] = "default",
+    episodes: Annotated[int, typer.Option("--episodes", min=1, help="seeded training episodes to roll out")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="the first episode's seed")] = 1000,
+    json_out: Annotated[bool, _JSON] = False,
+    tracking_uri: Annotated[str | None, _URI] = None,
+) -> None:
+    """The range of the price feature a policy saw on its training distribution: controllers.ppo.price_support.
+
+    Rolls the policy out over seeded episodes of its training env (random windows, randomised prices) and prints
+    the 0.5 % and 99.5 % quantiles of the feature; put them in the model's train_config.yaml (controllers.ppo) to
+    let defer_outside hand decisions outside that range to the anchor rule (docs/agent.md)."""
+    from rich.progress import Progress
+
+    from cachetuner.agent.support import price_feature_samples, price_support
+    from cachetuner.control.learned import load_policy
+
+    art = load_policy(model, tracking_uri=tracking_uri)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("training episodes", total=episodes)
+        res = {"model": str(art.model_path), "episodes": episodes, "seed": seed,
+               **price_support(price_feature_samples(art, episodes=episodes, seed=seed,
+                                                     on_episode=lambda n: bar.update(task, completed=n)))}
+    if json_out:
+        emit_json(res)
+        return
+    if res["price_support"] is None:
+        out.print(f"{art.model_path}: trained without price features; nothing to bound")
+        return
+    lo, hi = res["price_support"]
+    out.print(f"{art.model_path}: price feature over {res['decisions']:,} decisions of {episodes} training episodes: "
+              f"0.5-99.5 % range [{lo}, {hi}] (min {res['min']:.4f}, max {res['max']:.4f})\n"
+              f"train_config.yaml: controllers: {{ppo: {{price_support: [{lo}, {hi}], defer_outside: true}}}}")
+
+
 def _pct(x: Any) -> str:
     if x is None:
         return "n/a"

@@ -212,7 +212,14 @@ class LearnedPolicy:
         own = settings.ppo.defer_cold  # an explicit setting wins; null: what the artifact ships with
         self.defer_cold = bool(self.artifact.ppo.defer_cold if own is None else own)
         self.price_load: str = settings.ppo.price_load or self.artifact.ppo.price_load or "interval"
+        own_outside = settings.ppo.defer_outside
+        self.defer_outside = bool(self.artifact.ppo.defer_outside if own_outside is None else own_outside)
+        self.price_support = settings.ppo.price_support or self.artifact.ppo.price_support
+        if self.defer_outside and self.artifact.price_features and self.price_support is None:
+            raise ConfigError(f"{self.artifact.model_path}: controllers.ppo.defer_outside needs price_support, the range "
+                              "of the price feature the policy saw in training (measure it with `cachetuner support`)")
         self.deferred = 0  # decisions handed to the anchor (defer_cold), since the reset
+        self.deferred_outside = 0  # decisions handed to the anchor (defer_outside), since the reset
         self._action: Any = None
         from cachetuner.env.actions import make_action_codec
 
@@ -235,6 +242,7 @@ class LearnedPolicy:
         self._state = None
         self._start = True
         self.deferred = 0
+        self.deferred_outside = 0
         if self.hot is not None:
             self.hot.reset()
 
@@ -273,7 +281,17 @@ class LearnedPolicy:
         if self.defer_cold and ctx.info.get("anchor_cold"):
             self.deferred += 1
             return anchor if anchor is not None else ctx.config  # no anchor: the rule holds the config in force
+        if self.defer_outside and self.outside_support(obs):
+            self.deferred_outside += 1
+            return anchor if anchor is not None else ctx.config
         return self.codec.decode(action, ctx.config, (ctx.space.min_bytes, ctx.space.max_bytes), anchor)
+
+    def outside_support(self, obs: np.ndarray) -> bool:
+        """Whether the observation's price feature (its last element) lies outside ``price_support``."""
+        if not self.artifact.price_features or self.price_support is None:
+            return False
+        lo, hi = self.price_support
+        return not lo <= float(obs[-1]) <= hi
 
     def client_ttl(self, ctx: DecisionContext) -> Any:
         """The TTL part of the action :meth:`decide` just took (``None`` without TTL dimensions)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cachetuner.config import Policy
 from cachetuner.mrc.decide import MRCControlSettings
@@ -80,6 +80,26 @@ class PPOSettings(BaseModel):
         "next burst reads, while its anchor, whose misses are priced at the floored load, holds it. Under steady "
         "load the two differ only by the interval's noise."
     )
+    defer_outside: bool | None = Field(
+        None, description="null = the policy artifact's own setting (false when absent). True: when the price feature "
+        "(the interval's memory cost per GET in miss units, squashed) lies outside `price_support`, the range the policy "
+        "saw on its training distribution, run the anchor's config instead of the policy's action. Why: the network's "
+        "output there is an extrapolation; on the fresh cells of 2026-12-06 the shipped policy's departures from its "
+        "anchor at `cheap-backend` prices (memory ~600x cheaper relative to a miss than in training) were all losses. "
+        "Needs `price_support`; ignored for a policy trained without price features."
+    )
+    price_support: tuple[float, float] | None = Field(
+        None, description="[low, high]: the range of the price feature on the policy's training distribution (0.5 % and "
+        "99.5 % quantiles over seeded training episodes, measured by `cachetuner support`; part of the artifact, "
+        "train_config.yaml's controllers.ppo). null = the artifact's own."
+    )
+
+    @field_validator("price_support")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not 0.0 <= v[0] < v[1] <= 1.0:
+            raise ValueError(f"needs 0 <= low < high <= 1 (the feature is squashed into [0, 1)), got {list(v)}")
+        return v
 
 
 class OracleSettings(BaseModel):

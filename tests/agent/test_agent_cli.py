@@ -236,3 +236,15 @@ def test_a_short_episode_gets_a_note_under_the_table(shared_traces, tmp_path, mo
     static = CliRunner().invoke(app, [*base, "--tuners", "static-default,best-static"])
     assert static.exit_code == 0, static.output
     assert "note: only" not in static.output
+
+
+def test_support_prints_the_price_features_training_range_as_one_json_object() -> None:
+    """``cachetuner support``: the shipped policy rolled out on seeded episodes of its training distribution; the range
+    is the 0.5-99.5 % quantiles of the feature, so it lies within the values seen, and it is the same on a rerun."""
+    cmd = [*CLI, "support", "--model", "default", "--episodes", "3", "--json"]
+    runs = [subprocess.run(cmd, capture_output=True, text=True, timeout=300) for _ in range(2)]
+    assert all(p.returncode == 0 for p in runs), runs[0].stderr[-2000:]
+    a, b = (json.loads(p.stdout.strip()) for p in runs)
+    assert a == b  # seeded
+    lo, hi = a["price_support"]
+    assert 0.0 <= a["min"] <= lo < hi <= a["max"] < 1.0 and a["decisions"] > 3 and a["episodes"] == 3

@@ -141,6 +141,50 @@ def test_defer_cold_runs_the_anchor_until_the_curves_are_first_ready() -> None:
     assert TrainConfig.from_yaml("experiments/general.yaml").controllers.ppo.defer_cold is True
 
 
+def test_defer_outside_runs_the_anchor_where_the_price_feature_left_the_training_range() -> None:
+    """``controllers.ppo.defer_outside``: a decision whose price feature lies outside ``price_support`` runs the
+    anchor's config, one inside runs the policy's; a support that holds every value changes nothing, and asking for
+    the guard without a support is one line that names what is missing."""
+    from cachetuner.control.settings import ControlSettings
+    from cachetuner.env import CacheTuningEnv
+    from cachetuner.evaluation.episode import context_from_env
+
+    art = load_policy("default")
+    cfg = art.env_config.model_copy(update={"workloads": art.env_config.workloads[:1], "episode_intervals": 30})
+
+    def run(ppo: dict) -> tuple[list, int, int]:
+        ctl = make_controller("ppo", ControlSettings.model_validate({"ppo": {"defer_cold": False, **ppo}}), model=art)
+        env = CacheTuningEnv(cfg)
+        obs, info = env.reset(seed=0)
+        ctl.reset(context_from_env(env, obs, info))
+        chosen, outside, done = [], 0, False
+        while not done:
+            ctx = context_from_env(env, obs, info)
+            feature = float(ctl.observation(ctx)[-1])
+            lo, hi = ctl.price_support or (0.0, 1.0)
+            cfg_ = ctl.decide(ctx)
+            if ctl.defer_outside and not lo <= feature <= hi:
+                outside += 1
+                assert cfg_ == (info["anchor"] if info["anchor"] is not None else ctx.config)
+            chosen.append(cfg_)
+            obs, _, term, trunc, info = env.step_config(cfg_)
+            done = bool(term or trunc)
+        return chosen, outside, ctl.deferred_outside
+
+    plain, _, _ = run({"defer_outside": False})
+    wide, outside, deferred = run({"defer_outside": True, "price_support": (0.0, 1.0)})
+    assert wide == plain and outside == deferred == 0
+    narrow, outside, deferred = run({"defer_outside": True, "price_support": (0.999, 1.0)})
+    assert outside == deferred == len(narrow) > 0  # every decision outside: the anchor's, all along
+    import dataclasses
+
+    bare = dataclasses.replace(art, ppo=art.ppo.model_copy(update={"price_support": None}))
+    with pytest.raises(ConfigError, match="defer_outside needs price_support"):
+        make_controller("ppo", ControlSettings.model_validate({"ppo": {"defer_outside": True}}), model=bare)
+    with pytest.raises(ValueError, match="needs 0 <= low < high <= 1"):
+        ControlSettings.model_validate({"ppo": {"price_support": [0.8, 0.2]}})
+
+
 def test_price_load_anchor_prices_memory_at_the_anchors_load_through_a_lull() -> None:
     """``controllers.ppo.price_load``: ``interval`` divides the memory's cost by the interval's GETs (how the policy
     was trained), ``anchor`` by the larger of those and the anchor rule's load estimate (``info["anchor_load"]``,
