@@ -44,7 +44,7 @@ def price_feature_samples(
             while not done:
                 ctx = context_from_env(env, obs, info)
                 out.append(float(ctl.observation(ctx)[-1]))
-                obs, _, terminated, truncated, info = env.unwrapped.step_config(ctl.decide(ctx))
+                obs, _, terminated, truncated, info = env.step_config(ctl.decide(ctx))
                 done = bool(terminated or truncated)
         finally:
             env.close()
