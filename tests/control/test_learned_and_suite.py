@@ -176,6 +176,10 @@ def test_defer_outside_runs_the_anchor_where_the_price_feature_left_the_training
     assert wide == plain and outside == deferred == 0
     narrow, outside, deferred = run({"defer_outside": True, "price_support": (0.999, 1.0)})
     assert outside == deferred == len(narrow) > 0  # every decision outside: the anchor's, all along
+    # the shipped policy turns it on with its measured range (docs/agent.md, "Pre-registered: handing decisions outside
+    # the training range to the anchor", adopted 2026-12-06), and a controller built with default settings follows it
+    assert art.ppo.defer_outside is True and art.ppo.price_support == (0.0725, 0.8164)
+    assert make_controller("ppo", ControlSettings(), model=art).defer_outside is True
     import dataclasses
 
     bare = dataclasses.replace(art, ppo=art.ppo.model_copy(update={"price_support": None}))
