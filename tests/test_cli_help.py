@@ -6,6 +6,7 @@ so a summary wrapped in the source shows up broken mid-sentence there (``report 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +30,18 @@ def test_every_command_summary_is_one_line() -> None:
     assert len(commands) > 40  # every command module registered
     wrapped = [path for path, cmd in commands if "\n" in (cmd.help or "").strip().split("\n\n")[0]]
     assert wrapped == [], f"first docstring paragraph spans lines (split it into a summary and details): {wrapped}"
+
+
+def test_help_paragraphs_flow_instead_of_keeping_the_sources_line_breaks() -> None:
+    """typer 0.29 keeps every source line break after a command's first paragraph, so docstrings wrapped at 120
+    columns printed as ragged half-lines; ``reflow_help`` joins them (lists and indented examples stay as written)."""
+    from cachetuner.cli.app import reflow
+
+    assert reflow("One.\n\nA long\nsentence here.\n\nA list:\n- one\n- two") == "One.\n\nA long sentence here.\n\nA list:\n- one\n- two"
+    proc = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "select", "--help"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0
+    assert "Every policy, mrc, static-default and the hindsight references on the recipe's own workloads" in proc.stdout
 
 
 def test_a_usage_mistake_is_one_line_naming_the_option_and_where_the_help_is() -> None:

@@ -6,6 +6,7 @@ and logs go to stderr through :data:`console`.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -85,3 +86,28 @@ def _clean(obj: Any) -> Any:
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as the single JSON object on stdout."""
     print(json.dumps(_clean(obj), sort_keys=False), flush=True)
+
+
+def reflow(text: str) -> str:
+    """``text`` with the single line breaks inside each paragraph joined, the way click's plain help shows a docstring.
+
+    Why: typer 0.29's rich help keeps every source line break after the first paragraph, so a docstring wrapped at
+    120 columns prints as ragged half-lines in an 80-column terminal. Paragraphs (blank-line separated) stay apart; a
+    paragraph that starts with ``\\b`` or holds an indented line (a list, an example) is kept as written."""
+    out = []
+    for para in text.split("\n\n"):
+        lines = para.split("\n")
+        keep = para.startswith("\b") or any(ln.startswith((" ", "\t", "- ", "* ")) for ln in lines[1:])
+        out.append(para if keep else " ".join(ln.strip() for ln in lines))
+    return "\n\n".join(out)
+
+
+def reflow_help(typer_app: typer.Typer) -> None:
+    """Give every command of ``typer_app`` and of its sub-apps its docstring :func:`reflow`-ed as its help (an
+    explicit ``help=`` is left alone)."""
+    for info in typer_app.registered_commands:
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = reflow(inspect.cleandoc(info.callback.__doc__))
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from cachetuner.cli.app import app
+from cachetuner.cli.app import app, reflow_help
 from cachetuner.errors import CacheTunerError
 
 #: Command modules, each registering on ``app`` / ``bench_app`` at import.
@@ -68,6 +68,7 @@ def main() -> None:
     with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
         faulthandler.enable()
     _load_commands()
+    reflow_help(app)
     try:
         # not standalone: click's errors reach us instead of its multi-line usage box; an explicit Exit comes back
         # as its code (a command that returns normally returns None)
