@@ -95,6 +95,11 @@ class TrainConfig(BaseModel):
     price_features: bool = Field(
         True, description="append the memory cost per get to observations (cachetuner.agent.features)"
     )
+    support_episodes: int = Field(
+        20, ge=0, description="after training, roll the saved policy out over this many seeded training episodes and "
+        "write the range of its price feature into its train_config.yaml (controllers.ppo.price_support, what "
+        "defer_outside reads; cachetuner.agent.support); 0 = not measured. A recipe's own price_support is kept"
+    )
     hotness: HotnessSettings = Field(
         default_factory=HotnessSettings, description="hotness features appended to the observation (off by default)"
     )

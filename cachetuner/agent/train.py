@@ -314,11 +314,35 @@ def train(
                     "train.stopped_early": stopped_early,
                 }
             )
+            _measure_support(cfg, out_dir, resolved)
             final_eval = _log_final_episode(model_path, eval_cfg, cfg, label)
             return TrainResult(run.info.run_id, model_path.resolve(), name, trained_steps, stopped_early, final_eval)
     finally:
         train_env.close()
         eval_env.close()
+
+
+def _measure_support(cfg: TrainConfig, out_dir: Path, resolved: dict[str, Any]) -> None:
+    """Write the saved policy's price-feature range into its ``train_config.yaml`` (``controllers.ppo.price_support``)
+    and log it (``support.price_low`` / ``support.price_high``), so that every trained policy carries what
+    ``defer_outside`` needs. Skipped without price features, with ``support_episodes: 0``, or when the recipe sets
+    the range itself."""
+    import mlflow
+
+    from cachetuner.agent.support import price_feature_samples, price_support
+    from cachetuner.control.learned import load_policy
+
+    if not cfg.price_features or cfg.support_episodes == 0 or cfg.controllers.ppo.price_support is not None:
+        return
+    art = load_policy(out_dir / "model.zip")
+    res = price_support(price_feature_samples(art, episodes=cfg.support_episodes, seed=cfg.seed + 1000))
+    if res["price_support"] is None:
+        return
+    lo, hi = res["price_support"]
+    resolved.setdefault("controllers", {}).setdefault("ppo", {})["price_support"] = [lo, hi]
+    (out_dir / CONFIG_SIDECAR).write_text(yaml.safe_dump(resolved, sort_keys=False))
+    mlflow.log_artifact(str(out_dir / CONFIG_SIDECAR), artifact_path="config")
+    mlflow.log_metrics({"support.price_low": lo, "support.price_high": hi, "support.decisions": res["decisions"]})
 
 
 def _log_reference_rewards(eval_cfg: EnvConfig, cfg: TrainConfig) -> None:

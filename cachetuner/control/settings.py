@@ -90,15 +90,15 @@ class PPOSettings(BaseModel):
     )
     price_support: tuple[float, float] | None = Field(
         None, description="[low, high]: the range of the price feature on the policy's training distribution (0.5 % and "
-        "99.5 % quantiles over seeded training episodes, measured by `cachetuner support`; part of the artifact, "
-        "train_config.yaml's controllers.ppo). null = the artifact's own."
+        "99.5 % quantiles over seeded training episodes, written by `cachetuner train` (support_episodes) or measured "
+        "by `cachetuner support`; part of the artifact, train_config.yaml's controllers.ppo). null = the artifact's own."
     )
 
     @field_validator("price_support")
     @classmethod
     def _ordered(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
-        if v is not None and not 0.0 <= v[0] < v[1] <= 1.0:
-            raise ValueError(f"needs 0 <= low < high <= 1 (the feature is squashed into [0, 1)), got {list(v)}")
+        if v is not None and not 0.0 <= v[0] <= v[1] <= 1.0:
+            raise ValueError(f"needs 0 <= low <= high <= 1 (the feature is squashed into [0, 1)), got {list(v)}")
         return v
 
 

@@ -75,6 +75,14 @@ def test_train_writes_a_loadable_model_and_its_config(trained) -> None:
     model = PPO.load(path, device="cpu")
     assert model.action_space.nvec.tolist() == [5, 2, 2]
     assert (path.parent / "train_config.yaml").is_file()
+    # the price feature's range on the training distribution, measured after training (support_episodes), is part
+    # of the artifact, so defer_outside can be turned on for it; the run logs it too
+    side = yaml.safe_load((path.parent / "train_config.yaml").read_text())
+    lo, hi = side["controllers"]["ppo"]["price_support"]
+    assert 0.0 <= lo <= hi < 1.0
+    from cachetuner.control.learned import load_policy
+
+    assert load_policy(path).ppo.price_support == (lo, hi)
 
 
 def test_train_records_the_mlflow_run(trained) -> None:
@@ -86,7 +94,8 @@ def test_train_records_the_mlflow_run(trained) -> None:
     assert run.info.run_name.startswith("SimRedis-v0__tiny__0__")
     assert run.data.params["ppo.n_steps"] == "12"
     for key in ("rollout.reward_mean", "rollout.hit_ratio", "rollout.cost_total", "rollout.maxmemory_mib_mean",
-                "rollout.policy_share.allkeys-lru", "train.value_loss", "eval.mean_reward", "final_eval.ppo.cost"):
+                "rollout.policy_share.allkeys-lru", "train.value_loss", "eval.mean_reward", "final_eval.ppo.cost",
+                "support.price_low", "support.price_high"):
         assert key in run.data.metrics, key
     arts = {a.path for d in ("model", "config", "plots") for a in client.list_artifacts(run.info.run_id, d)}
     assert "model/model.zip" in arts

@@ -185,7 +185,7 @@ def test_defer_outside_runs_the_anchor_where_the_price_feature_left_the_training
     bare = dataclasses.replace(art, ppo=art.ppo.model_copy(update={"price_support": None}))
     with pytest.raises(ConfigError, match="defer_outside needs price_support"):
         make_controller("ppo", ControlSettings.model_validate({"ppo": {"defer_outside": True}}), model=bare)
-    with pytest.raises(ValueError, match="needs 0 <= low < high <= 1"):
+    with pytest.raises(ValueError, match="needs 0 <= low <= high <= 1"):
         ControlSettings.model_validate({"ppo": {"price_support": [0.8, 0.2]}})
 
 
