@@ -79,11 +79,8 @@ def config_key(cfg: Any) -> tuple[int, str, int]:
     return int(cfg.maxmemory), str(cfg.maxmemory_policy), int(cfg.timeout)
 
 
-def record(
-    i: int, info: dict[str, Any], slo_p95_ms: float, reward: float, previous: Any | None = None
-) -> IntervalRecord:
-    """``previous``: the config in force before this interval (the reset's for the first one); ``None`` when
-    unknown (the first record then counts as no change)."""
+def record(i: int, info: dict[str, Any], slo_p95_ms: float, reward: float, previous: Any) -> IntervalRecord:
+    """``previous``: the config in force before this interval (the reset's for the first one)."""
     snap = info["snapshot"]
     cfg = info["config"]
     return IntervalRecord(
@@ -101,7 +98,7 @@ def record(
         cost={k: float(v) for k, v in info["cost"].items()},
         slo_violation=bool(snap.latency_p95_ms > slo_p95_ms),
         reward=float(reward),
-        changed=previous is not None and config_key(cfg) != config_key(previous),
+        changed=config_key(cfg) != config_key(previous),
     )
 
 
@@ -116,11 +113,7 @@ def summarise(records: list[IntervalRecord]) -> dict[str, float]:
     gets = sum(r.gets for r in records)
     byte_req = sum(r.byte_requests for r in records)
     weights = np.array([max(r.gets, 1) for r in records], dtype=float)
-    changes = int(records[0].changed) + sum(
-        1
-        for a, b in zip(records, records[1:], strict=False)
-        if (a.maxmemory, a.policy, a.timeout) != (b.maxmemory, b.policy, b.timeout)
-    )
+    changes = sum(r.changed for r in records)
     return {
         "cost": float(sum(r.cost.get("total", 0.0) for r in records)),
         "hit_ratio": sum(r.hits for r in records) / gets if gets else 0.0,

@@ -4,7 +4,6 @@ summary over training seeds, its figure, table and MLflow runs."""
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ from cachetuner.reports.hotness_ablation.arms import (
     quiet,
     read_state,
 )
-from cachetuner.reports.intervals import t_interval
+from cachetuner.reports.intervals import finite, t_interval
 
 
 # -- evaluation on held-out traces ----------------------------------------------------------------------------
@@ -92,7 +91,7 @@ def evaluate_runs(
 
 def mean_ci(xs: Sequence[float]) -> dict[str, Any]:
     """Mean and 95 % t-interval (``None`` under two values)."""
-    a = np.asarray([x for x in xs if x is not None and math.isfinite(x)], float)
+    a = finite(xs)
     if len(a) == 0:
         return {"mean": None, "ci": None, "n": 0}
     if len(a) < 2:
