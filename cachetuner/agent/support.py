@@ -34,9 +34,9 @@ def price_feature_samples(
     settings = ControlSettings.model_validate({"ppo": {"price_load": "interval", "defer_cold": False,
                                                        "defer_outside": False}})
     out: list[float] = []
-    for ep in range(episodes):
-        env = CacheTuningEnv(artifact.train_env_config)
-        try:
+    env = CacheTuningEnv(artifact.train_env_config)  # one env: its workloads are read once, each seeded reset redraws
+    try:
+        for ep in range(episodes):
             obs, info = env.reset(seed=seed + ep)
             ctl = LearnedPolicy(settings, seed=seed + ep, model=artifact)
             ctl.reset(context_from_env(env, obs, info))
@@ -46,10 +46,10 @@ def price_feature_samples(
                 out.append(float(ctl.observation(ctx)[-1]))
                 obs, _, terminated, truncated, info = env.step_config(ctl.decide(ctx))
                 done = bool(terminated or truncated)
-        finally:
-            env.close()
-        if on_episode is not None:
-            on_episode(ep + 1)
+            if on_episode is not None:
+                on_episode(ep + 1)
+    finally:
+        env.close()
     return np.asarray(out)
 
 
