@@ -221,9 +221,8 @@ def debug_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[redis.Redi
 
 
 @pytest.mark.integration
-def test_random_eviction_clustering_matches_real_redis(debug_redis):
-    """DEBUG HTSTATS on a real redis-server after allkeys-random evictions vs the simulator's table."""
-    r = debug_redis
+def _redis_random_eviction_ratio(r: redis.Redis) -> float:
+    """One allkeys-random run of the workload on the real server: its survivors' slot ratio (DEBUG HTSTATS)."""
     r.config_set("maxmemory", 0)
     r.flushall()
     base = int(r.info("memory")["used_memory"])
@@ -240,9 +239,18 @@ def test_random_eviction_clustering_matches_real_redis(debug_redis):
     size = int(hts.split("table size: ")[1].split()[0])
     elements = int(hts.split("number of elements: ")[1].split()[0])
     slots = int(hts.split("different slots: ")[1].split()[0])
-    redis_ratio = slots / (size * (1 - np.exp(-elements / size)))
-    sim_ratio = np.mean([_random_eviction_run("dict", s) for s in range(2)])
-    assert abs(sim_ratio - redis_ratio) < 0.03, (sim_ratio, redis_ratio, hts)
+    return float(slots / (size * (1 - np.exp(-elements / size))))
+
+
+def test_random_eviction_clustering_matches_real_redis(debug_redis):
+    """DEBUG HTSTATS on a real redis-server after allkeys-random evictions vs the simulator's table.
+
+    Both sides are random (the server seeds its own generator), so each is the mean of three runs. Single runs seen:
+    server 0.863-0.883, simulator 0.872-0.900, so two single runs (as before) did not always stay within the 0.03
+    bound (CI, 2026-12-06: 0.894 against 0.863); the bound is unchanged."""
+    redis_ratio = float(np.mean([_redis_random_eviction_ratio(debug_redis) for _ in range(3)]))
+    sim_ratio = float(np.mean([_random_eviction_run("dict", s) for s in range(3)]))
+    assert abs(sim_ratio - redis_ratio) < 0.03, (sim_ratio, redis_ratio)
     assert redis_ratio < 0.95  # and uniform draws (1.0) would not match
 
 
