@@ -352,10 +352,13 @@ class MRCDecider:
         """What the memory a shrink of ``cur`` gives back must be worth for free shrink: every hit the cache in
         force has been making, ``free_shrink`` times over, plus the switch (and the SLO penalty: a cache that
         hits nothing has the miss latency's p95). None when the rule is off or those hits are not measured yet
-        (``confirm`` full intervals at ``cur``, and ``free_shrink_min_gets`` GETs served in them)."""
+        (``confirm`` full intervals at ``cur``, or ``free_shrink_min_intervals``, and ``free_shrink_min_gets`` GETs served
+        in them)."""
         s = self.settings
         if s.free_shrink is None or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm:
             return None
+        if s.free_shrink_min_intervals is not None and self._held_n < s.free_shrink_min_intervals:
+            return None  # full for too few intervals, whatever the GETs (free_shrink_min_intervals)
         if s.free_shrink_min_gets is not None and self._held_gets < s.free_shrink_min_gets:
             return None
         slo = prices.slo_penalty if prices.slo_penalty and np.isfinite(prices.slo_p95_ms) else 0.0

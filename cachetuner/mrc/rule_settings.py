@@ -108,6 +108,15 @@ class MRCControlSettings(BaseModel):
         "500 GETs are five intervals (LIRS gli: the shrink dropped the data the loop's second pass read); adopted by "
         "the rule written in experiments/suite-audit-10.yaml before its run (docs/control.md). null = off"
     )
+    free_shrink_min_intervals: int | None = Field(
+        None, ge=1, description="free shrink (and free_shrink_blind) only once the cache in force has been full at its "
+        "size and policy for at least this many intervals, whatever the request rate: free_shrink_min_gets counts "
+        "GETs, so at 1,000 req/s its 1,500 are a fraction of one interval and the bound judges a cache by its first "
+        "`confirm` full intervals, before data written at the start can be read again (ARC P3 with lognormal sizes at "
+        "1,000 req/s, the twenty-seventh audit: 704 -> 305 MiB at interval 6, and the reads of intervals 13-26 missed "
+        "what it dropped). 15 is what free_shrink_min_gets' 1,500 GETs are at 10 req/s, where that gate was found and "
+        "confirmed (LIRS gli). Pre-registered 2026-12-06 (docs/control.md). null = off (the GET count alone)"
+    )
     fill_headroom: float | None = Field(
         2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "
         "maxmemory at the bytes in use plus this many intervals of inserts (at least 10 % of the bytes in use): a "

@@ -498,6 +498,26 @@ def test_free_shrink_needs_gets_served_before_it_judges_a_cache_by_its_hits(
     assert (cur.maxmemory < start.maxmemory) is shrinks
 
 
+@pytest.mark.parametrize(("min_intervals", "full_intervals", "shrinks"),
+                         [(None, 3, True), (15, 3, False), (15, 14, False), (15, 15, True)])
+def test_free_shrink_min_intervals_counts_full_intervals_whatever_the_rate(
+    min_intervals: int | None, full_intervals: int, shrinks: bool
+) -> None:
+    """``free_shrink_min_intervals``: at 1,000 req/s ``free_shrink_min_gets``' 1,500 GETs pass within one interval,
+    so the bound would judge a cache by its first ``confirm`` full intervals; with the setting it also waits until
+    the cache has been full at its size for that many intervals, however many GETs they held (10,000 here)."""
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    prices = Prices(memory_per_gib_hour=1000.0, miss=1e-5, switch=0.0, interval_s=10)
+    dec = MRCDecider(MRCControlSettings(free_shrink_min_intervals=min_intervals))
+    start = cur = RedisConfig(maxmemory=64 << 20, maxmemory_policy="allkeys-lru")
+    for _ in range(full_intervals):
+        cur = dec.decide(None, prices, 10_000.0, cur, space, misses=9_990.0, full=True)
+    assert (cur.maxmemory < start.maxmemory) is shrinks
+
+
 def test_policy_gap_summary_counts_the_switches_that_would_lose() -> None:
     """bench mrc's evidence for ``policy_min_gain``: how often a predicted gap points the wrong way."""
     from cachetuner.mrc.bench import policy_gap_summary
