@@ -29,12 +29,14 @@ class MRCControlSettings(BaseModel):
         "that share of the GETs whatever the hit ratio; the memory side of a cost is exact. null = `hysteresis`"
     )
     shrink_band_cap_misses: float | None = Field(
-        None, ge=0, le=1, description="a shrink's band is at most the `hysteresis` share of the memory cost at the "
+        0.01, ge=0, le=1, description="a shrink's band is at most the `hysteresis` share of the memory cost at the "
         "current size plus the cost of this share of the interval's GETs missing (today's band where that is smaller): "
         "the band guards against the curves' error in hit ratio (~1 pp), whose cost does not grow with the misses no "
         "size avoids; on a scan-like trace (hit ratio of a few %) a share of the whole cost, nearly all unavoidable "
         "misses, blocks every shrink whose memory saving is real. Unlike shrink_band_misses it only ever narrows the "
-        "band, and only where misses are over about a third of the GETs. null = off"
+        "band, and only where misses are over about a third of the GETs. Pre-registered alone on 2026-12-06 and not "
+        "adopted (a fresh mean 0.02 pp higher); adopted the same day with size_shortfall 0.05 by the rule of audits "
+        "30-32 and window audits 24-26, written before they ran (docs/control.md). null = off (the rule before)"
     )
     shrink_band_cap_hit_ratio: float | None = Field(
         0.2, gt=0, le=1, description="shrink_band_cap_misses applies only while the curves' predicted hit ratio at the "
@@ -115,7 +117,8 @@ class MRCControlSettings(BaseModel):
         "`confirm` full intervals, before data written at the start can be read again (ARC P3 with lognormal sizes at "
         "1,000 req/s, the twenty-seventh audit: 704 -> 305 MiB at interval 6, and the reads of intervals 13-26 missed "
         "what it dropped). 15 is what free_shrink_min_gets' 1,500 GETs are at 10 req/s, where that gate was found and "
-        "confirmed (LIRS gli). Pre-registered 2026-12-06 (docs/control.md). null = off (the GET count alone)"
+        "confirmed (LIRS gli). Pre-registered 2026-12-06 and not adopted: on 84 fresh cells it changed 2 (4 for the "
+        "policy's anchor), all a little dearer (docs/control.md). null = off (the GET count alone)"
     )
     fill_headroom: float | None = Field(
         2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "
@@ -179,16 +182,18 @@ class MRCControlSettings(BaseModel):
         "null = off"
     )
     size_shortfall: float | None = Field(
-        None, ge=0, lt=1, description="the cost curve credits each size with the hits its curve predicts at (1 - this) "
+        0.05, ge=0, lt=1, description="the cost curve credits each size with the hits its curve predicts at (1 - this) "
         "times it, and charges the memory of the whole size: the rule asks a size to pay even if the cache holds this "
         "share less than the miniature cache standing for it. Why: a loop makes a cliff in the curve, and a cache "
         "chosen at the knee sits under it as soon as it holds a little less than predicted (Redis's fixed memory, "
         "per-key overhead and the sample's key sizes are estimates, and the 24-point grid interpolates across the "
         "knee); the loop's hits are lost while a few MiB more would have kept them (LIRS ps with 4 KiB values at 30 "
         "req/s: 12.x MiB chosen, the knee at 13, 250-280 hits of 300 an interval where 14 MiB hits all). On a smooth "
-        "curve it moves the optimum up by about this share. Pre-registered at 0.05 on 2026-12-06 and not adopted: lower mean "
-        "regret on every set measured (fresh 84 cells 0.93 -> 0.82 %, the ten suites 0.68 -> 0.60 %) but one more cell "
-        "costlier than static-default on each (docs/control.md). null = 0"
+        "curve it moves the optimum up by about this share. Pre-registered alone at 0.05 on 2026-12-06 and not adopted: "
+        "lower mean regret on every set measured (fresh 84 cells 0.93 -> 0.82 %, the ten suites 0.68 -> 0.60 %) but one "
+        "more cell costlier than static-default on each; adopted the same day together with shrink_band_cap_misses 0.01 "
+        "by the rule of audits 30-32 and window audits 24-26, written before they ran (126 fresh cells: mean regret "
+        "1.215 -> 1.096 %, costlier than static-default 13 -> 11, worst 19.9 -> 18.1 %; docs/control.md). null = 0"
     )
     regrow_guard: bool = Field(
         True, description="no shrink to a size from which free growth would grow straight back at the run's usual "

@@ -99,8 +99,8 @@ def test_it_starts_at_the_operators_config_then_follows() -> None:
     # the start's policy at once; its size capped while the cache refills (the bytes in use plus inserts' headroom)
     assert recs[0].policy == "allkeys-lfu" and recs[0].used_memory < recs[0].maxmemory < 30_000_000
     # it stays near the start: since the growth band (hysteresis_growth) a growth saving 1-3 % is taken, and here
-    # the curves prefer 31 MB
-    assert max(r.maxmemory for r in recs) <= 1.05 * 30_000_000
+    # the curves prefer 31 MB (32 with size_shortfall's 5 % margin, the default since 2026-12-06)
+    assert max(r.maxmemory for r in recs) <= 1.10 * 30_000_000
     # without the fill cap the start runs as it is
     plain = ControlSettings(mrc={"fill_headroom": None})
     ctls = build_controllers(["mrc-history"], plain, params={"mrc-history": {"config": start}})

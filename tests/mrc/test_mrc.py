@@ -829,10 +829,12 @@ def test_shrink_band_cap_narrows_the_band_of_a_scan_only() -> None:
     (0.2), so the cap is off there unless that condition is."""
     assert float(Prices(memory_per_gib_hour=144_000.0, miss=1.0, interval_s=10).memory_cost(64 << 20)) == pytest.approx(25.0)
     scan = np.zeros(8)
-    assert _shrunk_to(scan, 144_000.0) == 64 << 20
+    assert _shrunk_to(scan, 144_000.0, shrink_band_cap_misses=None) == 64 << 20  # off (the default before 2026-12-06)
     assert _shrunk_to(scan, 144_000.0, shrink_band_cap_misses=0.01) < 64 << 20
+    assert _shrunk_to(scan, 144_000.0) == _shrunk_to(scan, 144_000.0, shrink_band_cap_misses=0.01)  # the default now
     for warm in ([0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.949, 0.95], [0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.94, 0.95]):
-        assert _shrunk_to(warm, 144_000.0) == _shrunk_to(warm, 144_000.0, shrink_band_cap_misses=0.01)
+        assert _shrunk_to(warm, 144_000.0, shrink_band_cap_misses=None) == _shrunk_to(warm, 144_000.0,
+                                                                                     shrink_band_cap_misses=0.01)
     assert _shrunk_to([0.5, 0.6, 0.7, 0.8, 0.9, 0.93, 0.94, 0.95], 144_000.0, shrink_band_cap_misses=0.01) == 64 << 20
     # 30 % hits everywhere: 3 % of 725 is 21.75, twice that is over the 24.6 saved; the cap (10.75) is not
     flat = np.full(8, 0.3)
