@@ -45,6 +45,11 @@ A curve is a *steady-state* prediction, and moving is not free, so the controlle
   meanwhile free growth's share is ``cold_free_growth``, a bounded bet that the data seen so far will
   be reused, and ``cold_memory_bound`` caps the size at twice what the hits (plus the
   same bet) pay for: at the cost optimum the hits always pay for the memory;
+- the cost curve asks a size to pay with ``size_shortfall`` (5 %) fewer bytes than its miniature cache, so a size
+  chosen at a loop's cliff keeps a margin above it, and in a scan (predicted hit ratio under
+  ``shrink_band_cap_hit_ratio``) a shrink's band is capped at ``shrink_band_cap_misses`` (1 %) of the GETs missing plus
+  the ``hysteresis`` share of the memory: there the band's share of the whole cost is mostly misses no size avoids
+  (both adopted together on 2026-12-06, docs/control.md);
 - a policy switch needs a predicted hit-ratio gain of ``policy_min_gain`` at the target size: a
   smaller predicted difference is within the curves' error, and the switch itself costs a transient
   the curves cannot see (measured on a suite cell: a 2.2 pp predicted LFU gain realised 0.4 pp, and
