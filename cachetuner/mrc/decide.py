@@ -357,8 +357,8 @@ class MRCDecider:
         """What the memory a shrink of ``cur`` gives back must be worth for free shrink: every hit the cache in
         force has been making, ``free_shrink`` times over, plus the switch (and the SLO penalty: a cache that
         hits nothing has the miss latency's p95). None when the rule is off or those hits are not measured yet
-        (``confirm`` full intervals at ``cur``, or ``free_shrink_min_intervals``, and ``free_shrink_min_gets`` GETs served
-        in them)."""
+        (``confirm`` full intervals at ``cur``, and ``free_shrink_min_intervals`` when set, with ``free_shrink_min_gets``
+        GETs served in them)."""
         s = self.settings
         if s.free_shrink is None or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm:
             return None
