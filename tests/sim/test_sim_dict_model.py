@@ -220,7 +220,6 @@ def debug_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[redis.Redi
         yield client
 
 
-@pytest.mark.integration
 def _redis_random_eviction_ratio(r: redis.Redis) -> float:
     """One allkeys-random run of the workload on the real server: its survivors' slot ratio (DEBUG HTSTATS)."""
     r.config_set("maxmemory", 0)
@@ -242,6 +241,7 @@ def _redis_random_eviction_ratio(r: redis.Redis) -> float:
     return float(slots / (size * (1 - np.exp(-elements / size))))
 
 
+@pytest.mark.integration
 def test_random_eviction_clustering_matches_real_redis(debug_redis):
     """DEBUG HTSTATS on a real redis-server after allkeys-random evictions vs the simulator's table.
 
