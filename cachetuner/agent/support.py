@@ -32,7 +32,7 @@ def price_feature_samples(
     if not artifact.price_features:
         return np.zeros(0)
     settings = ControlSettings.model_validate({"ppo": {"price_load": "interval", "defer_cold": False,
-                                                       "defer_outside": False}})
+                                                       "defer_young": False, "defer_outside": False}})
     out: list[float] = []
     env = CacheTuningEnv(artifact.train_env_config)  # one env: its workloads are read once, each seeded reset redraws
     try:

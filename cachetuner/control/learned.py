@@ -212,6 +212,8 @@ class LearnedPolicy:
         own = settings.ppo.defer_cold  # an explicit setting wins; null: what the artifact ships with
         self.defer_cold = bool(self.artifact.ppo.defer_cold if own is None else own)
         self.price_load: str = settings.ppo.price_load or self.artifact.ppo.price_load or "interval"
+        own_young = settings.ppo.defer_young
+        self.defer_young = bool(self.artifact.ppo.defer_young if own_young is None else own_young)
         own_outside = settings.ppo.defer_outside
         self.defer_outside = bool(self.artifact.ppo.defer_outside if own_outside is None else own_outside)
         self.price_support = settings.ppo.price_support or self.artifact.ppo.price_support
@@ -219,6 +221,7 @@ class LearnedPolicy:
             raise ConfigError(f"{self.artifact.model_path}: controllers.ppo.defer_outside needs price_support, the range "
                               "of the price feature the policy saw in training (measure it with `cachetuner support`)")
         self.deferred = 0  # decisions handed to the anchor (defer_cold), since the reset
+        self.deferred_young = 0  # decisions handed to the anchor (defer_young, past the cold phase), since the reset
         self.deferred_outside = 0  # decisions handed to the anchor (defer_outside), since the reset
         self._action: Any = None
         from cachetuner.env.actions import make_action_codec
@@ -242,6 +245,7 @@ class LearnedPolicy:
         self._state = None
         self._start = True
         self.deferred = 0
+        self.deferred_young = 0
         self.deferred_outside = 0
         if self.hot is not None:
             self.hot.reset()
@@ -281,6 +285,9 @@ class LearnedPolicy:
         if self.defer_cold and ctx.info.get("anchor_cold"):
             self.deferred += 1
             return anchor if anchor is not None else ctx.config  # no anchor: the rule holds the config in force
+        if self.defer_young and ctx.info.get("anchor_young"):
+            self.deferred_young += 1
+            return anchor if anchor is not None else ctx.config
         if self.defer_outside and self.outside_support(obs):
             self.deferred_outside += 1
             return anchor if anchor is not None else ctx.config

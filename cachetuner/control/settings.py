@@ -70,6 +70,15 @@ class PPOSettings(BaseModel):
         "as trained. The policy still sees every observation (a recurrent state stays in step). The shipped policy "
         "turns it on (adopted 2026-12-04 by the rule of experiments/suite-audit-7.yaml)."
     )
+    defer_young: bool | None = Field(
+        None, description="null = the policy artifact's own setting (false when absent). True: also while the anchor's "
+        "cold growth may still act (its cold phase, or within the anchor's cold_growth_intervals of the start), run the "
+        "anchor's config instead of the policy's action. Why: the shipped policy was trained around an anchor without "
+        "that extension (its training anchor has cold_growth_intervals null), so in those intervals its offsets answer "
+        "a rule it never saw; holding a loop's filling cache below the anchor's growth cost it 22 pp against mrc on one "
+        "fresh cell (LIRS cs with lognormal sizes at 10 req/s, audit 19: 17.9 MiB held for 13 intervals under a "
+        "21.7 MiB loop). Needs an anchor; the policy still sees every observation."
+    )
     price_load: Literal["interval", "anchor"] | None = Field(
         None, description="null = the policy artifact's own setting (its train_config.yaml's controllers.ppo; "
         "'interval' when absent). The GETs the price feature divides the memory's cost by: 'interval', the last "

@@ -455,5 +455,6 @@ class CacheTuningEnv(gym.Env):
             "step": self._steps,
             "anchor": self._anchor,
             "anchor_cold": self.mrc is not None and self._decider.cold,  # ppo.defer_cold
+            "anchor_young": self.mrc is not None and self._decider.young,  # ppo.defer_young
             "anchor_load": self._decider.rate if self.mrc is not None else None,  # ppo.price_load: anchor
         }

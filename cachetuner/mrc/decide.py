@@ -136,6 +136,16 @@ class MRCDecider:
         """In the cold phase: the curves have not been ready (with ``confirm`` intervals seen) since the reset."""
         return not self._was_ready
 
+    @property
+    def young(self) -> bool:
+        """Cold growth may still act: in the cold phase, or within ``cold_growth_intervals`` of a cold reset."""
+        return self.cold or self._young_window()
+
+    def _young_window(self) -> bool:
+        """Within ``cold_growth_intervals`` intervals of a reset that was not warm (cold growth's extension)."""
+        n = self.settings.cold_growth_intervals
+        return n is not None and self._seen <= n and not self._warm
+
     def decide(
         self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace,
         misses: float | None = None, full: bool | None = None,
@@ -305,8 +315,7 @@ class MRCDecider:
         the reset (or within ``cold_growth_intervals`` of a cold reset: curves that watched history are not young),
         and the interval's hits worth at least the memory held. Else ``cur``."""
         s = self.settings
-        young = s.cold_growth_intervals is not None and self._seen <= s.cold_growth_intervals and not self._warm
-        late = self._was_ready and not young
+        late = self._was_ready and not self._young_window()
         if (not s.cold_growth or self.fill is None or late or not cur.maxmemory_policy.startswith("allkeys-")
                 or snap.hits * prices.miss < prices.memory_cost(cur.maxmemory)):
             return cur

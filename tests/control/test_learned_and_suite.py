@@ -4,6 +4,7 @@ evaluation suite end to end on a tiny workload."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -562,3 +563,44 @@ def test_a_suite_can_redraw_the_key_sample_with_each_seed(tmp_path: Path, mlflow
     np.testing.assert_array_equal(own.sizes, drawn.sizes)
     view = load_workload(WorkloadSpec(**wl, key_draw=2, skip=5000))
     np.testing.assert_array_equal(view.keys, drawn.keys[5000:])
+
+
+def test_defer_young_runs_the_anchor_while_its_cold_growth_may_act() -> None:
+    """``controllers.ppo.defer_young``: besides the cold phase, the policy hands its decisions to the anchor while the
+    anchor's cold growth may still act (within its ``cold_growth_intervals`` of the start); after that, its own. Off,
+    nothing past the cold phase is handed over; the env's anchor without the extension is never young past cold."""
+    from cachetuner.control.settings import ControlSettings
+    from cachetuner.env import CacheTuningEnv
+    from cachetuner.evaluation.episode import context_from_env
+
+    art = load_policy("default")
+    cfg = art.env_config.model_copy(update={"workloads": art.env_config.workloads[:1], "episode_intervals": 30})
+    assert cfg.mrc is not None and cfg.mrc.anchor.cold_growth_intervals == 10  # the evaluation anchor's extension
+
+    def run(young: bool, env_cfg: Any = cfg) -> tuple[int, int, int, list[bool]]:
+        settings = ControlSettings.model_validate({"ppo": {"defer_cold": True, "defer_young": young,
+                                                           "defer_outside": False}})
+        ctl = make_controller("ppo", settings, model=art)
+        env = CacheTuningEnv(env_cfg)
+        obs, info = env.reset(seed=0)
+        ctl.reset(context_from_env(env, obs, info))
+        flags, done = [], False
+        while not done:
+            ctx = context_from_env(env, obs, info)
+            chosen = ctl.decide(ctx)
+            if info["anchor_young"] and young:
+                assert chosen == (info["anchor"] if info["anchor"] is not None else ctx.config)
+            flags.append(bool(info["anchor_young"]) and not info["anchor_cold"])
+            obs, _, term, trunc, info = env.step_config(chosen)
+            done = bool(term or trunc)
+        return ctl.deferred, ctl.deferred_young, sum(flags), flags
+
+    cold, young, n_young, flags = run(True)
+    assert young == n_young > 0 and cold > 0  # past the cold phase, up to the tenth interval
+    assert flags.index(True) >= 1 and not any(flags[10:])  # the window ends with the anchor's tenth decision
+    assert run(False)[1] == 0
+    plain = cfg.model_copy(update={"mrc": cfg.mrc.model_copy(update={
+        "anchor": cfg.mrc.anchor.model_copy(update={"cold_growth_intervals": None})})})
+    assert run(True, plain)[2] == 0  # without the extension the anchor is young only while cold
+    # the shipped artifact leaves it off (false when absent) until a rule adopts it
+    assert make_controller("ppo", ControlSettings(), model=art).defer_young is False
