@@ -156,7 +156,8 @@ def test_defer_outside_runs_the_anchor_where_the_price_feature_left_the_training
     cfg = art.env_config.model_copy(update={"workloads": art.env_config.workloads[:1], "episode_intervals": 30})
 
     def run(ppo: dict) -> tuple[list, int, int]:
-        ctl = make_controller("ppo", ControlSettings.model_validate({"ppo": {"defer_cold": False, **ppo}}), model=art)
+        settings = ControlSettings.model_validate({"ppo": {"defer_cold": False, "defer_young": False, **ppo}})
+        ctl = make_controller("ppo", settings, model=art)
         env = CacheTuningEnv(cfg)
         obs, info = env.reset(seed=0)
         ctl.reset(context_from_env(env, obs, info))
@@ -602,5 +603,6 @@ def test_defer_young_runs_the_anchor_while_its_cold_growth_may_act() -> None:
     plain = cfg.model_copy(update={"mrc": cfg.mrc.model_copy(update={
         "anchor": cfg.mrc.anchor.model_copy(update={"cold_growth_intervals": None})})})
     assert run(True, plain)[2] == 0  # without the extension the anchor is young only while cold
-    # the shipped artifact leaves it off (false when absent) until a rule adopts it
-    assert make_controller("ppo", ControlSettings(), model=art).defer_young is False
+    # the shipped artifact turns it on (adopted 2026-12-06 by the rule of audits 33-35 and window audits 27-29), so a
+    # controller built with default settings follows it; an explicit setting wins
+    assert art.ppo.defer_young is True and make_controller("ppo", ControlSettings(), model=art).defer_young is True
