@@ -282,15 +282,16 @@ class LearnedPolicy:
         self._start = False
         self._action = action
         anchor = ctx.info.get("anchor")
+        deferred = anchor if anchor is not None else ctx.config  # no anchor: the rule holds the config in force
         if self.defer_cold and ctx.info.get("anchor_cold"):
             self.deferred += 1
-            return anchor if anchor is not None else ctx.config  # no anchor: the rule holds the config in force
+            return deferred
         if self.defer_young and ctx.info.get("anchor_young"):
             self.deferred_young += 1
-            return anchor if anchor is not None else ctx.config
+            return deferred
         if self.defer_outside and self.outside_support(obs):
             self.deferred_outside += 1
-            return anchor if anchor is not None else ctx.config
+            return deferred
         return self.codec.decode(action, ctx.config, (ctx.space.min_bytes, ctx.space.max_bytes), anchor)
 
     def outside_support(self, obs: np.ndarray) -> bool:
