@@ -75,7 +75,7 @@ from cachetuner.config import RedisConfig
 from cachetuner.metrics import MetricsSnapshot
 from cachetuner.mrc.cost import CostCurve, Prices, cost_curve
 from cachetuner.mrc.curves import MissRatioCurves
-from cachetuner.mrc.fill import FillCap, is_full
+from cachetuner.mrc.fill import FULL_SHARE, FillCap, is_full
 from cachetuner.mrc.knobs import KnobChooser
 from cachetuner.mrc.rule_settings import MRCControlSettings
 from cachetuner.space import ConfigSpace
@@ -258,8 +258,10 @@ class MRCDecider:
             self._start_used = float(snap.used_memory)
         self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)
                                               and self._seen >= self.settings.confirm)
+        # free shrink's evidence counts a cache full at the chosen size, not one evicting behind a smaller limit
+        at_size = not (self.settings.free_shrink_full_at_size and 0 < snap.maxmemory < FULL_SHARE * cur.maxmemory)
         nxt = self._take_start(self._choose_knobs(curves, prices, self.decide(
-            curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full), space), cur, space)
+            curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full and at_size), space), cur, space)
         if nxt == cur and full:
             nxt = self._cold_growth(snap, prices, cur, space)
         if not self._was_ready:

@@ -120,6 +120,16 @@ class MRCControlSettings(BaseModel):
         "confirmed (LIRS gli). Pre-registered 2026-12-06 and not adopted: on 84 fresh cells it changed 2 (4 for the "
         "policy's anchor), all a little dearer (docs/control.md). null = off (the GET count alone)"
     )
+    free_shrink_full_at_size: bool = Field(
+        False, description="free shrink's evidence (the hits of the cache in force) starts only once the cache has been "
+        "full at the size the rule chose, not when it evicted behind a smaller limit in force: the fill cap outrun, or, "
+        "in the env's anchor, a policy's smaller size. Such an interval measures the hits of a smaller cache, and the "
+        "bound then weighs every byte of the chosen size against them. Found on the shipped policy's worst fresh cell of "
+        "2026-12-06 (ARC P3 with 4 KiB values at 1,000 req/s, audit 33): one step below its anchor's capped 737 MiB "
+        "evicted, the anchor counted that interval's few hits as its 1,711 MiB bet's, gave it back by free shrink to "
+        "185 MiB two intervals later, and the reads that followed missed (+9.0 % against mrc's -1.2 %). false = the rule "
+        "before (any eviction starts the evidence)"
+    )
     fill_headroom: float | None = Field(
         2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "
         "maxmemory at the bytes in use plus this many intervals of inserts (at least 10 % of the bytes in use): a "

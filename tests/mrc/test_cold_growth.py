@@ -259,3 +259,24 @@ def test_cold_growth_intervals_keeps_growing_a_full_cache_for_that_many_interval
     warm = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=4))
     warm.reset(warm=True)  # curves that watched history (mrc-history, the daemon's policy.history) are not young
     assert warm.decide_after(_full(START.maxmemory), _curves(10_000.0), PRICES, START, SPACE) == START
+
+
+def test_free_shrink_full_at_size_ignores_evictions_behind_a_smaller_limit() -> None:
+    """An interval that evicted behind a limit below the chosen size (a policy's smaller size in the env's anchor, a
+    fill cap outrun) measured a smaller cache: with ``free_shrink_full_at_size`` its few hits do not start free shrink's
+    evidence, so the chosen 512 MiB is not given back for them; without it, free shrink (blind here: no curves) does."""
+    chosen = RedisConfig(maxmemory=512 * MiB, maxmemory_policy="allkeys-lru")
+    behind = MetricsSnapshot(interval_s=10, gets=2000, hits=10, misses=1990, sets=1990, used_memory=128 * MiB,
+                             maxmemory=128 * MiB, keys=10_000, evictions=100)
+    at_size = dataclasses.replace(behind, used_memory=chosen.maxmemory, maxmemory=chosen.maxmemory)
+
+    def run(on: bool, snaps: list[MetricsSnapshot]) -> list[int]:
+        rule = MRCDecider(MRCControlSettings(free_shrink_full_at_size=on, cold_memory_bound=None))
+        assert rule.fill is not None
+        # the size the rule means (the fill cap holds the unfilled part back, which is not the point here)
+        return [rule.fill.intended(rule.decide_after(s, None, PRICES, chosen, SPACE)).maxmemory for s in snaps]
+
+    assert run(False, [behind] * 4)[-1] < chosen.maxmemory
+    assert run(True, [behind] * 4) == [chosen.maxmemory] * 4
+    # full at the chosen size, the same hits are evidence either way
+    assert run(True, [at_size] * 4)[-1] < chosen.maxmemory
