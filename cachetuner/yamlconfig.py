@@ -12,6 +12,7 @@ section of a larger file, whose fields are then reported as ``section.field``).
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -113,6 +114,42 @@ def load_yaml(path: str | Path) -> dict:
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping, got {type(data).__name__}")
     return data
+
+
+def with_overrides(obj: M, sets: list[str] | tuple[str, ...], source: str = "--set") -> M:
+    """``obj`` with each ``PATH=VALUE`` of ``sets`` applied: ``PATH`` a dotted field path into the model
+    (``controllers.mrc.confirm``), ``VALUE`` read as YAML (``true``, ``0.05``, ``null``, ``[0, 300]``), then the whole
+    model validated again. Why: a setting tried on a suite is one field of a config of hundreds of lines (the shipped
+    policy's ``train_config.yaml``), and a copy of the file per candidate hides which field differs; an override
+    names it, in the command and in the result. A path that names no field, or walks into a field that is not a
+    section, is a one-line :class:`ConfigError` naming it (a typo must not run the suite unchanged)."""
+    data: Any = obj.model_dump()
+    for text in sets:
+        path, sep, raw = text.partition("=")
+        parts = path.strip().split(".")
+        if not sep or not all(p.strip() for p in parts):
+            raise ConfigError(f"{source} {text!r}: expected PATH=VALUE with a dotted field path (controllers.mrc.confirm=4)")
+        if not raw.strip():
+            raise ConfigError(f"{source} {text!r}: no value after '=' (write null to unset a field)")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{source} {text!r}: the value is not YAML ({getattr(e, 'problem', e)})") from None
+        node = data
+        for i, part in enumerate(parts):
+            where = ".".join(parts[:i]) or "the config"
+            if not isinstance(node, dict):
+                raise ConfigError(f"{source} {text!r}: {where} is {'null' if node is None else 'a value'}, not a "
+                                  "section with fields")
+            if part not in node:
+                near = difflib.get_close_matches(part, [str(k) for k in node], n=3)
+                hint = f" (did you mean {', '.join(near)}?)" if near else ""
+                raise ConfigError(f"{source} {text!r}: no field {part!r} in {where}{hint}")
+            if i == len(parts) - 1:
+                node[part] = value
+            else:
+                node = node[part]
+    return validate(type(obj), data, source)
 
 
 def section(data: dict, key: str, source: str) -> Any:

@@ -1,4 +1,5 @@
-"""``cachetuner pool``: several ``evaluate --suite --json`` results as one summary and one paired comparison."""
+"""``cachetuner pool``: several ``evaluate --suite --json`` results as one summary and one paired comparison;
+``cachetuner compare``: a candidate run of a suite against the base run, cell by cell, by the adoption rule."""
 
 from __future__ import annotations
 
@@ -46,4 +47,48 @@ def pool_cmd(
         wide.print(paired_table(res["paired"]))
     else:
         out.print(f"no paired comparison: no cell ran {' or '.join(refs)}", highlight=False)
+    out.print(f"MLflow run {res['mlflow_run_id']} (experiment cachetuner-suite)")
+
+
+@app.command("compare")
+def compare_cmd(
+    base: Annotated[list[Path], typer.Option("--base", help="a suite run as the controllers ship (`evaluate --suite ... "
+                                             "--json`); repeat for several suites")],
+    candidate: Annotated[list[Path], typer.Option("--candidate", help="the same suite run with the candidate "
+                                                  "(`evaluate --suite ... --set PATH=VALUE [--tuners ppo,mrc] --json`); "
+                                                  "repeat for several suites")],
+    tuners: Annotated[str | None, typer.Option("--tuners", help="controllers to compare, comma-separated (default: "
+                                               "every online controller of the candidate runs)")] = None,
+    costlier_slack: Annotated[int, typer.Option("--costlier-slack", min=0, help="the rule's (b): how many more cells "
+                                                "may be costlier than static-default")] = 0,
+    worst_slack: Annotated[float, typer.Option("--worst-slack", min=0.0, help="the rule's (c): how much higher the "
+                                               "worst cell's regret may be, in pp")] = 1.0,
+    json_out: JsonOpt = False,
+    tracking_uri: Annotated[str | None, typer.Option(
+        "--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")] = None,
+) -> None:
+    """A candidate setting against the controllers as they ship, cell by cell, by the adoption rule.
+
+    Pairs each cell of the candidate runs with the same cell (suite, trace, prices, seed, key draw) of the base runs,
+    prices both costs against the base run's best hindsight cost, and gives per controller: mean regret before and
+    after, the mean difference d with its 95 % CI, cells cheaper / dearer / the same, cells costlier than
+    static-default, over 5 % and the worst, every changed cell, and the rule (docs/control.md): (a) mean d <= 0, (b)
+    no more cells costlier than static-default, (c) the worst cell at most --worst-slack pp higher, (d) some cell
+    changed. Logs the JSON and a plot to MLflow."""
+    from cachetuner.errors import ConfigError
+    from cachetuner.reports.compare_runs import compare_results, compare_table, log_compare
+
+    names = None if tuners is None else [t.strip() for t in tuners.split(",") if t.strip()]
+    if names == []:
+        raise ConfigError("--tuners: give at least one controller name (omit --tuners for every online controller)")
+    res = compare_results(base, candidate, tuners=names, costlier_slack=costlier_slack, worst_slack_pp=worst_slack)
+    res["mlflow_run_id"] = log_compare(res, tracking_uri)
+    if json_out:
+        emit_json(res)
+        return
+    wide_out().print(compare_table(res))
+    for t, r in res["tuners"].items():
+        for x in r["changed"][:10]:
+            out.print(f"  {t}: {x['trace']} / {x['prices']} / seed {x['seed']}: {100 * x['regret_before']:+.2f} → "
+                      f"{100 * x['regret_after']:+.2f} %", highlight=False)
     out.print(f"MLflow run {res['mlflow_run_id']} (experiment cachetuner-suite)")

@@ -113,12 +113,19 @@ def evaluate_cmd(
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help="with --suite: cells as Ray tasks on local (this machine), auto, HOST:PORT or ray://HOST:PORT")
     ] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="PATH=VALUE: one field of the experiment config (the model's "
+                                       "train_config.yaml, --config or the suite's config:), e.g. "
+                                       "controllers.mrc.confirm=4; repeatable; recorded in the result")
+    ] = None,
     json_out: Annotated[bool, _JSON] = False,
     tracking_uri: Annotated[str | None, _URI] = None,
 ) -> None:
     """Run the trained policy and the other controllers on the same traffic.
 
-    Reports cost, hit ratio, memory, savings vs static-default and regret vs the best hindsight reference."""
+    Reports cost, hit ratio, memory, savings vs static-default and regret vs the best hindsight reference. With
+    --suite, --tuners runs only those controllers and --set changes settings: a candidate's run that
+    `cachetuner compare` pairs with the suite's run as it ships."""
     if suite is not None:
         from cachetuner.errors import ConfigError
         from cachetuner.reports.suite import print_suite, run_suite
@@ -132,15 +139,16 @@ def evaluate_cmd(
             ("--trace", trace is not None), ("--format", fmt != "auto"), ("--size-model", size_model is not None),
             ("--rate", rate is not None), ("--rate-profile", rate_profile is not None), ("--seed", seed != 0),
             ("--limit", limit is not None), ("--start", start != 0),
-            ("--params", params is not None), ("--config", config is not None), ("--tuners", tuners is not None),
+            ("--params", params is not None), ("--config", config is not None),
             ("--workload", workload != 0), ("--intervals", intervals is not None),
         ) if given]  # fmt: skip
         if ignored:
             raise ConfigError(f"{', '.join(ignored)}: with --suite these come from the suite file (its traces, "
-                              "controllers, seeds, intervals and config:)")
+                              "seeds, intervals and config:)")
 
         res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address,
-                        redraw_keys=redraw_keys or None)
+                        redraw_keys=redraw_keys or None, overrides=overrides or None,
+                        controllers=None if tuners is None else [t.strip() for t in tuners.split(",") if t.strip()])
         for note in res["notes"]:
             console.print(f"note: {note}", highlight=False)
         if json_out:
@@ -165,7 +173,7 @@ def evaluate_cmd(
         model=model, trace=trace, fmt=fmt, size_model=size_model, rate=rate, rate_profile=rate_profile, seed=seed, limit=limit,
         start=start, params=load_params_file(params) or {}, config=config, controllers=names, workload=workload,
         intervals=intervals, prices=price_option(prices, budget), history=history, tracking_uri=tracking_uri,
-        console=console,
+        console=console, overrides=overrides or None,
     )
     if json_out:
         emit_json(result)

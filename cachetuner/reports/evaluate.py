@@ -23,7 +23,7 @@ from cachetuner.env.sim_backend import preload
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import EvalReport, evaluate_controllers
 from cachetuner.evaluation.episode import SUMMARY_FIELDS
-from cachetuner.yamlconfig import validate_options
+from cachetuner.yamlconfig import validate_options, with_overrides
 
 
 def resolve_train_config(model: str | Path | None, config: Path | None) -> tuple[TrainConfig, Path | None]:
@@ -155,12 +155,14 @@ def run_evaluation(
     history: float | None = None,
     tracking_uri: str | None = None,
     console: Console | None = None,
+    overrides: list[str] | None = None,
 ) -> tuple[dict[str, Any], EvalReport]:
     """Run ``model`` and the other controllers on the same traffic and log the comparison to MLflow.
 
     ``history``: replay only the workload after that share, which ``recommended`` is sized on and ``mrc-history``
-    watches (both join the default controllers). Returns the JSON-ready summary (with ``mlflow_run_id``) and the
-    :class:`EvalReport`.
+    watches (both join the default controllers). ``overrides``: ``PATH=VALUE`` settings applied to the experiment
+    config (:func:`~cachetuner.yamlconfig.with_overrides`). Returns the JSON-ready summary (with ``mlflow_run_id``)
+    and the :class:`EvalReport`.
     """
     import mlflow
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -169,6 +171,8 @@ def run_evaluation(
     from cachetuner.tracking import log_figure_png, run_name, setup_tracking
 
     cfg, cfg_source = resolve_train_config(model, config)
+    if overrides:
+        cfg = with_overrides(cfg, overrides)
     env_cfg, workload = evaluation_env(cfg, trace=trace, fmt=fmt, size_model=size_model, rate=rate, seed=seed,
                                        limit=limit, params=params, workload=workload, intervals=intervals,
                                        prices=prices, rate_profile=rate_profile, start=start)
@@ -191,6 +195,8 @@ def run_evaluation(
         report = evaluate_controllers(env_cfg, built, seed=seed, workload=workload, on_interval=tick)
 
     result = report.to_json()
+    if overrides:
+        result["overrides"] = list(overrides)
     setup_tracking(tracking_uri, experiment=cfg.experiment)
     label = "SimRedisDiscrete-v0" if env_cfg.actions.space == "discrete12" else "SimRedis-v0"
     with mlflow.start_run(run_name=run_name(label, f"{cfg.experiment}-eval", seed)) as run:
@@ -198,7 +204,7 @@ def run_evaluation(
         mlflow.log_params({"trace": trace or report.workload, "format": fmt, "size_model": str(size_model),
                            "rate": str(rate), "limit": str(limit), "start": start, "tuners": ",".join(names), "seed": seed,
                            "config": str(cfg_source or "defaults"), "prices": _price_label(prices),
-                           "history": str(history)})
+                           "history": str(history), "overrides": " ".join(overrides or [])[:6000]})
         mlflow.log_metrics({f"{t}.{k}": float(v) for t, s in result["tuners"].items() for k, v in s.items()
                             if isinstance(v, int | float) and not isinstance(v, bool)})
         with tempfile.TemporaryDirectory() as d:

@@ -38,7 +38,7 @@ from cachetuner.evaluation.compare import evaluate_controllers
 from cachetuner.reports.evaluate import evaluation_env, resolve_train_config, with_history
 from cachetuner.reports.intervals import t_interval
 from cachetuner.reports.paired import log_paired_metrics, paired_against, paired_figure
-from cachetuner.yamlconfig import load_model
+from cachetuner.yamlconfig import load_model, with_overrides
 
 
 class SuiteTrace(BaseModel):
@@ -318,15 +318,24 @@ def run_suite(
     ray_address: str | None = None,
     num_cpus: int | None = None,
     redraw_keys: bool | None = None,
+    overrides: list[str] | None = None,
+    controllers: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run the suite at ``path``; one JSON-ready dict ``{"cells": [...], "summary": {...}, ...}``.
 
     ``ray_address``: None = cells in turn in this process; ``local`` = Ray started here with
     ``num_cpus`` workers; ``auto`` / ``HOST:PORT`` / ``ray://HOST:PORT`` = a Ray cluster. ``redraw_keys``: overrides
-    the suite's (None keeps it)."""
+    the suite's (None keeps it). ``overrides``: ``PATH=VALUE`` settings applied to the experiment config (the model's
+    ``train_config.yaml`` or the suite's ``config:``; :func:`~cachetuner.yamlconfig.with_overrides`), recorded in the
+    result; ``controllers``: run these instead of the suite's (a candidate's run needs only the controllers it
+    changes: ``cachetuner compare`` prices them against the base run's hindsight references)."""
     suite = load_model(SuiteConfig, path).resolved(full, path).located(path)
     if redraw_keys is not None:
         suite = suite.model_copy(update={"redraw_keys": redraw_keys})
+    if controllers is not None:
+        if not controllers:
+            raise ConfigError("--tuners: give at least one controller name (omit --tuners for the suite's)")
+        suite = suite.model_copy(update={"controllers": list(controllers)})
     if ray_address is not None:
         from cachetuner.cluster import check_address
 
@@ -341,6 +350,8 @@ def run_suite(
     if artifact is None and src is None:
         raise ConfigError(f"{path}: without a model (or its train_config.yaml), set `config:` (an experiment YAML) for "
                           "the env and controller settings")
+    if overrides:
+        cfg = with_overrides(cfg, overrides)
     if artifact is not None:
         trained = _training_traces(artifact.raw_config)
         for t in suite.traces:
@@ -355,12 +366,14 @@ def run_suite(
              s if suite.redraw_keys else 0) for tr, p, s in grid]
     params = {"controllers": ",".join(names), "prices": ",".join(map(price_label, suite.prices)),
               "seeds": ",".join(map(str, suite.seeds)), "traces": ",".join(t.label for t in suite.traces),
-              "history": str(suite.history), "redraw_keys": str(suite.redraw_keys)}
+              "history": str(suite.history), "redraw_keys": str(suite.redraw_keys),
+              "overrides": " ".join(overrides or [])[:6000]}
     res = track_cells(
         suite_cell, args, name=f"suite-{suite.name}{'-full' if full else ''}", experiment="cachetuner-suite", kind="suite",
         params=params, tracking_uri=tracking_uri, console=console, ray_address=ray_address, num_cpus=num_cpus,
         describe=lambda a: f"{a[3].label} / {price_label(a[4])} / seed {a[5]}",
-        tags={"suite": suite.name, "model": str(model or "")}, extra={"suite": suite.name, "full": full, "model": model, "redraw_keys": suite.redraw_keys},
+        tags={"suite": suite.name, "model": str(model or "")}, extra={"suite": suite.name, "full": full, "model": model, "redraw_keys": suite.redraw_keys,
+               "overrides": list(overrides or [])},
     )
     res["notes"] = replacement_notes(res["cells"])
     return res
