@@ -258,7 +258,7 @@ class MRCDecider:
             self._start_used = float(snap.used_memory)
         self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)
                                               and self._seen >= self.settings.confirm)
-        # free shrink's evidence counts a cache full at the chosen size, not one evicting behind a smaller limit
+        # free_shrink_full_at_size: the evidence counts a cache full at the chosen size, not one evicting behind a smaller limit
         at_size = not (self.settings.free_shrink_full_at_size and 0 < snap.maxmemory < FULL_SHARE * cur.maxmemory)
         nxt = self._take_start(self._choose_knobs(curves, prices, self.decide(
             curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full and at_size), space), cur, space)
