@@ -128,8 +128,8 @@ class MRCControlSettings(BaseModel):
         "2026-12-06 (ARC P3 with 4 KiB values at 1,000 req/s, audit 33): one step below its anchor's capped 737 MiB "
         "evicted, the anchor counted that interval's few hits as its 1,711 MiB bet's, gave it back by free shrink to "
         "185 MiB two intervals later, and the reads that followed missed (+9.0 % against mrc's -1.2 %). Pre-registered "
-        "2026-12-06 and not adopted: on 126 fresh cells it changed none of mrc's and 2 of the policy's, both a little "
-        "dearer (docs/control.md). false = the rule before (any eviction starts the evidence)"
+        "twice on 2026-12-06 and not adopted: on 252 fresh cells it changed none of mrc's and 2 of the policy's, both a "
+        "little dearer (docs/control.md). false = the rule before (any eviction starts the evidence)"
     )
     fill_headroom: float | None = Field(
         2.0, gt=0, description="while the cache is still filling (below the chosen size, not evicting), hold "
