@@ -1,14 +1,16 @@
-"""``cachetuner compare BASE.json CANDIDATE.json``: a candidate setting against the controllers as they ship, cell by
-cell, over the same suite cells, judged by a rule written down before the runs.
+"""``cachetuner compare --base B.json --candidate C.json``: a candidate setting against the controllers as they ship,
+cell by cell, over the same suite cells, judged by a rule written down before the runs.
 
 Why a command: every change to ``mrc`` or to the shipped policy's anchor is adopted only by a rule fixed before fresh
 suites run (docs/control.md): d = regret with − regret without per cell, adopted if (a) the mean of d is at most 0,
-(b) no more cells are costlier than static-default, (c) the worst cell's regret is at most 1 pp higher. Until now each
+(b) no more cells are costlier than static-default, (c) the worst cell's regret is at most 1 pp higher, (d) some cell
+changed (a fresh draw that never exercises a change adopts nothing). Until now each
 session computed that with a script of its own around ``suite_cell``, and one such script set a candidate in the
 training env's anchor instead of the evaluation anchor, so its policy arm silently equalled the policy as it ships.
 Here the candidate runs through the product command (``evaluate --suite S --set PATH=VALUE --tuners ...``), its result
 records the overrides, and this module pairs it with the base run (or several suites' runs, pooled: a rule is judged
-on every fresh cell it was written for): the same cells (suite, trace, prices, seed, key draw), each candidate cost priced against the base run's best hindsight cost (a candidate run that names only the
+on every fresh cell it was written for): the same cells (suite, trace, prices, seed, key draw), each candidate cost
+priced against the base run's best hindsight cost (a candidate run that names only the
 controllers it changes has no references of its own; one that has them and differs is refused, since then the
 overrides changed the traffic or the prices, not a controller). A candidate run without overrides must change no
 cell: that is the check that the two runs measure the same thing.
