@@ -85,8 +85,7 @@ def test_cli_start_option(shared_traces: Path) -> None:
         (["trace", "info", "--trace", path, "--start", "10000000"],
          "error: multi1.trace: start 10,000,000 is past the trace's last request (15,858 requests)"),
         (["evaluate", "--suite", "experiments/suite.yaml", "--start", "10"],
-         "error: --start: with --suite these come from the suite file (its traces, controllers, seeds, intervals and "
-         "config:)"),
+         "error: --start: with --suite these come from the suite file (its traces, seeds, intervals and config:)"),
     ):
         proc = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", *args], capture_output=True, text=True,
                               timeout=300)
