@@ -126,6 +126,7 @@ def evaluate_cmd(
     Reports cost, hit ratio, memory, savings vs static-default and regret vs the best hindsight reference. With
     --suite, --tuners runs only those controllers and --set changes settings: a candidate's run that
     `cachetuner compare` pairs with the suite's run as it ships."""
+    names = [t.strip() for t in tuners.split(",") if t.strip()] if tuners is not None else None
     if suite is not None:
         from cachetuner.errors import ConfigError
         from cachetuner.reports.suite import print_suite, run_suite
@@ -148,7 +149,7 @@ def evaluate_cmd(
 
         res = run_suite(suite, model=model, full=full, tracking_uri=tracking_uri, console=console, ray_address=ray_address,
                         redraw_keys=redraw_keys or None, overrides=overrides or None,
-                        controllers=None if tuners is None else [t.strip() for t in tuners.split(",") if t.strip()])
+                        controllers=names)
         for note in res["notes"]:
             console.print(f"note: {note}", highlight=False)
         if json_out:
@@ -166,7 +167,6 @@ def evaluate_cmd(
     if redraw_keys:
         raise ConfigError("--redraw-keys: only with --suite (a suite's seeds redraw the key sample)")
 
-    names = [t.strip() for t in tuners.split(",") if t.strip()] if tuners is not None else None
     if names == []:
         raise ConfigError("--tuners: give at least one controller name (omit --tuners for all)")
     result, report = run_evaluation(

@@ -27,7 +27,7 @@ from rich.table import Table
 
 from cachetuner.errors import ConfigError
 from cachetuner.reports.intervals import t_interval
-from cachetuner.reports.paired import SAME_REL, paired_figure
+from cachetuner.reports.paired import paired_figure, same_cost
 from cachetuner.reports.pool import read_suite_result
 
 #: the rule's defaults: (b) how many more cells may be costlier than static-default, (c) how much higher the worst
@@ -40,10 +40,6 @@ OVER = 0.05
 
 def _key(res: dict[str, Any], c: dict[str, Any]) -> tuple[Any, ...]:
     return (str(res.get("suite") or ""), c["trace"], c["prices"], c["seed"], c.get("key_draw"))
-
-
-def _same(a: float, b: float) -> bool:
-    return abs(a - b) <= SAME_REL * max(abs(a), abs(b), 1e-300)
 
 
 def _cells(paths: list[Path], role: str) -> tuple[dict[tuple[Any, ...], dict[str, Any]], dict[str, list[str]]]:
@@ -91,7 +87,7 @@ def compare_results(bases: list[Path], candidates: list[Path], *, tuners: list[s
         if not bh:
             raise ConfigError(f"base cell {b['trace']} / {b['prices']} has no best hindsight reference: the base run "
                               "needs the suite's hindsight controllers (best-static, dp-hindsight)")
-        if ch and not _same(float(ch["cost"]), float(bh["cost"])):
+        if ch and not same_cost(float(ch["cost"]), float(bh["cost"])):
             raise ConfigError(f"candidate cell {c['trace']} / {c['prices']}: its best hindsight cost {ch['cost']:.6g} "
                               f"differs from the base run's {bh['cost']:.6g}: the overrides changed the traffic or the "
                               "prices, not only a controller")
@@ -120,7 +116,7 @@ def _compare_one(t: str, pairs: list[tuple[dict[str, Any], dict[str, Any]]], cos
         after.append(rc)
         costlier[0] += cb > default
         costlier[1] += cc > default
-        if _same(cb, cc):
+        if same_cost(cb, cc):
             counts["same"] += 1
             continue
         counts["cheaper" if cc < cb else "dearer"] += 1

@@ -24,6 +24,11 @@ from cachetuner.reports.intervals import t_interval
 #: Two costs within this relative difference count as the same result (the same decisions up to float noise).
 SAME_REL = 1e-6
 
+
+def same_cost(a: float, b: float) -> bool:
+    """Whether two costs count as the same result (within :data:`SAME_REL` of the larger)."""
+    return abs(a - b) <= SAME_REL * max(abs(a), abs(b), 1e-300)
+
 CHEAPER = "cheaper"
 DEARER = "dearer"
 NO_DIFFERENCE = "no significant difference"
@@ -120,7 +125,7 @@ def compare_pair(cells: list[dict[str, Any]], a: str, b: str, *, alpha: float = 
         diffs.append(d)
         clusters.append(trace_of(c))
         ca, cb = float(ta["cost"]), float(tb["cost"])
-        if abs(ca - cb) <= SAME_REL * max(abs(ca), abs(cb), 1e-300):
+        if same_cost(ca, cb):
             same += 1
         elif ca < cb:
             cheaper += 1
@@ -194,4 +199,4 @@ def paired_figure(cells: list[dict[str, Any]], pairs: list[str]) -> Any:
 
 
 __all__ = ["BOOTSTRAP_RESAMPLES", "CHEAPER", "DEARER", "MORE_OFTEN_CHEAPER", "MORE_OFTEN_DEARER", "NO_DIFFERENCE", "REFERENCES",
-           "PairedComparison", "compare_pair", "log_paired_metrics", "paired_against", "paired_figure", "trace_of"]
+           "PairedComparison", "compare_pair", "log_paired_metrics", "paired_against", "paired_figure", "same_cost", "trace_of"]
