@@ -249,6 +249,7 @@ class MRCDecider:
         if self.fill is None:
             return self._take_start(self._choose_knobs(curves, prices, self.decide(
                 curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=is_full(snap)), space), cur, space)
+        in_force = cur.maxmemory  # the limit in force now (the fill cap holds it; the snapshot's gauge may lag it live)
         cur = self.fill.intended(cur)  # full is judged against the size the rule chose, not the cap
         full = is_full(snap, cur.maxmemory)
         # tracked every interval, so "stops for good" holds even if the curves were first ready while filling; the
@@ -266,7 +267,7 @@ class MRCDecider:
             nxt = self._cold_growth(snap, prices, cur, space)
         if not self._was_ready:
             nxt = self._cold_memory_bound(snap, prices, nxt, space)
-        return self.fill.apply(nxt, snap, space, prices)
+        return self.fill.apply(nxt, snap, space, prices, in_force=in_force)
 
     def _knobs_on(self, curves: MissRatioCurves | None, prices: Prices) -> bool:
         """Whether the knob rule chooses the policy and its knobs (``knobs``, a budget, curves with knob points)."""

@@ -67,22 +67,30 @@ class FillCap:
             return cur.evolve(maxmemory=i.maxmemory)
         return cur
 
-    def apply(self, intended: RedisConfig, snap: MetricsSnapshot, space: ConfigSpace, prices: Prices | None = None) -> RedisConfig:
+    def apply(self, intended: RedisConfig, snap: MetricsSnapshot, space: ConfigSpace, prices: Prices | None = None,
+              in_force: int | None = None) -> RedisConfig:
         """The config to run: ``intended`` with ``maxmemory`` capped while the cache is filling. With
         ``prices``, the cap holds back memory only when ``horizon_intervals`` intervals of it pay for ``2 x`` a
         config change (at list prices a GiB-hour of RAM is worth a few model calls, so a cap would cost more in
         changes than it saves), and lowers the limit in force only on the same condition, weighed over one interval
-        unless it is the first reading or usage fell (see the comment at that test)."""
+        unless it is the first reading or usage fell (see the comment at that test).
+
+        ``in_force``: the ``maxmemory`` in force now, as the caller read it (the daemon: ``CONFIG GET``); default the
+        snapshot's. On a simulator the two agree. On a live Redis the snapshot's gauge is what Prometheus last
+        scraped, and with a short interval (2 s, settled 1.6 s after its boundary) it still shows the limit before
+        the last change: holding "the limit in force" then meant going back to the older one, and the cap swung
+        between the two every interval (measured: 23.8 and 28.6 MiB, sixteen ``CONFIG SET`` in sixteen intervals)."""
         # the size meant last time; before the first call, the limit the cache ran at (a growth at the very first
         # decision, such as cold growth's, is a growth too)
-        before = int(snap.maxmemory) if self._intended is None else int(self._intended.maxmemory)
+        held = int(snap.maxmemory) if in_force is None else int(in_force)
+        before = held if self._intended is None else int(self._intended.maxmemory)
         self._intended = intended
         target = int(intended.maxmemory)
         used = float(snap.used_memory)
         first = self._last_used is None
         grown = used - self._last_used if self._last_used is not None else 0.0
         self._last_used = used
-        prev = int(snap.maxmemory or target)  # the limit in force (a daemon's guard may have kept an older one)
+        prev = int(held or target)  # the limit in force (a daemon's guard may have kept an older one)
         # the rule just grew a cache that ran uncapped at its old size: that interval's evictions happened at the
         # old size, so the cache is full at the new one only if its bytes in use already are
         grew = before > 0 and target > before and prev >= before

@@ -183,3 +183,28 @@ def test_an_amortized_cap_lifted_by_evictions_follows_only_falling_usage_back_do
     assert grows == INTENDED.maxmemory  # usage still grows: no re-cap
     falls = cap.apply(INTENDED, _snap(30 * MiB, maxmemory=grows), SPACE, prices).maxmemory
     assert falls < INTENDED.maxmemory  # usage fell: the cap follows it down
+
+
+def test_the_cap_holds_the_limit_in_force_when_the_snapshots_gauge_lags_it() -> None:
+    """Live, the snapshot's ``maxmemory`` is the gauge Prometheus last scraped; with a short interval it still shows
+    the limit before the last change. The cap reasons from the limit in force the caller read (``in_force``): it
+    holds it while the data fits, instead of going back to the older limit and forth again every interval (measured
+    on a real Redis at 2 s intervals, 23.8 and 28.6 MiB in turn)."""
+
+    def limits(in_force: bool) -> list[int]:
+        cap = FillCap(headroom_intervals=2.0)
+        limit = shown = 256 * MiB  # the limit in force, and what the lagging gauge shows
+        out = []
+        for i in range(12):  # a cache filling slowly, 1 MiB an interval, far below the size the rule chose
+            snap = MetricsSnapshot(interval_s=2, gets=2000, hits=1700, misses=300, sets=300, used_memory=(40 + i) * MiB,
+                                   maxmemory=shown, keys=10_000)
+            new = cap.apply(INTENDED, snap, SPACE, in_force=limit if in_force else None).maxmemory
+            shown, limit = limit, new
+            out.append(new)
+        return out
+
+    held = limits(in_force=True)
+    assert held == sorted(held)  # it only rises ahead of the data, never back to an older limit
+    assert len(set(held)) <= 4 and all(h < INTENDED.maxmemory for h in held)
+    swung = limits(in_force=False)  # reading the lagging gauge as the limit in force: back and forth
+    assert sum(b < a for a, b in zip(swung[:-1], swung[1:], strict=True)) >= 4
