@@ -1,4 +1,6 @@
 """The ``mrc`` rule's state across daemon restarts: its miss-ratio curves and the decider, saved to ``state_dir``.
+For ``ppo``, whose decisions are offsets from the mirror env's *anchor* (the same rule, ``env.mrc.anchor``), the
+curves and the anchor's rule are saved instead: the policy network itself has no state that outlives an interval.
 
 Why: the curves take hundreds of sampled GETs to be ready, and until then ``mrc`` runs its cold phase, whose rules
 are bets made without evidence (cold growth, cold free growth, the cold memory bound). A daemon restarted after a
@@ -25,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cachetuner.control.learned import LearnedPolicy
 from cachetuner.control.mrc import MRCController
-from cachetuner.mrc.estimator import MRCEstimator
 
 log = logging.getLogger("cachetuner.daemon")
 
-#: bump when what is pickled changes shape
-VERSION = 1
+#: bump when what is pickled changes shape (2: a dict of named parts, so that ``ppo`` saves its anchor)
+VERSION = 2
 
 
 @dataclass
@@ -42,8 +44,9 @@ class Checkpoint:
     every: int
     key: str  # JSON of the policy name, the rule's settings, the curves' settings and the bounds
 
-    def load(self) -> tuple[MRCEstimator, MRCController] | None:
-        """The saved (estimator, controller) if the file exists and was written for the same key; else None."""
+    def load(self) -> dict[str, Any] | None:
+        """The saved parts (``estimator`` and ``controller``, or ``estimator`` and ``anchor`` for ``ppo``) if the file
+        exists and was written for the same key; else None."""
         if not self.path.is_file():
             return None
         try:
@@ -55,14 +58,14 @@ class Checkpoint:
         if not isinstance(data, dict) or data.get("version") != VERSION or data.get("key") != self.key:
             log.warning("%s: written for another policy, rule, curves or bounds; the curves start cold", self.path)
             return None
-        return data["estimator"], data["controller"]
+        state = data.get("state")
+        return state if isinstance(state, dict) else None
 
-    def save(self, estimator: MRCEstimator, controller: MRCController) -> None:
+    def save(self, state: dict[str, Any]) -> None:
         """Write atomically (a temporary file renamed over the old one): a crash mid-write leaves the last one."""
         tmp = self.path.with_suffix(".tmp")
         with tmp.open("wb") as f:
-            pickle.dump({"version": VERSION, "key": self.key, "estimator": estimator, "controller": controller}, f,
-                        protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump({"version": VERSION, "key": self.key, "state": state}, f, protocol=pickle.HIGHEST_PROTOCOL)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
@@ -73,6 +76,7 @@ def code_fingerprint() -> str:
     starts cold instead of resuming objects of another shape (an old pickle can load and then fail at its first
     decision)."""
     import cachetuner.control.mrc
+    import cachetuner.mrc.cost
     import cachetuner.mrc.curves
     import cachetuner.mrc.decide
     import cachetuner.mrc.estimator
@@ -83,7 +87,7 @@ def code_fingerprint() -> str:
     import cachetuner.sim.params
 
     h = hashlib.sha256()
-    for mod in (cachetuner.control.mrc, cachetuner.mrc.curves, cachetuner.mrc.decide, cachetuner.mrc.estimator,
+    for mod in (cachetuner.control.mrc, cachetuner.mrc.cost, cachetuner.mrc.curves, cachetuner.mrc.decide, cachetuner.mrc.estimator,
                 cachetuner.mrc.fill, cachetuner.mrc.knobs, cachetuner.mrc.rule_settings, cachetuner.mrc.window,
                 cachetuner.sim.params):
         h.update(Path(mod.__file__ or "").read_bytes())
@@ -92,14 +96,16 @@ def code_fingerprint() -> str:
 
 def checkpoint_for(controller: Any, target: str, state_dir: str | Path, every: int | None,
                    context: dict[str, Any]) -> Checkpoint | None:
-    """The checkpoint of ``target``'s policy, for the ``mrc`` family (``mrc``, ``mrc-history``) when ``every`` is set;
-    None otherwise (other controllers start as they always did). ``context``: what the saved state depends on
-    besides the rule's settings and the code (the policy name, the curves' and simulator's settings, the bounds,
-    the interval, the history); any change starts cold."""
-    if every is None or not isinstance(controller, MRCController):
+    """The checkpoint of ``target``'s policy when ``every`` is set: for the ``mrc`` family (``mrc``, ``mrc-history``),
+    and for ``ppo`` (its anchor; the anchor's rule is part of the curves' settings in ``context``). None otherwise
+    (other controllers start as they always did). ``context``: what the saved state depends on besides the rule's
+    settings and the code (the policy name, the curves' and simulator's settings, the bounds, the interval, the
+    history); any change starts cold."""
+    if every is None or not isinstance(controller, MRCController | LearnedPolicy):
         return None
-    key = json.dumps({**context, "rule": controller.decider.settings.model_dump(mode="json"), "code": code_fingerprint(),
-                      "version": VERSION}, sort_keys=True, default=str)
+    rule = controller.decider.settings.model_dump(mode="json") if isinstance(controller, MRCController) else None
+    key = json.dumps({**context, "rule": rule, "code": code_fingerprint(), "version": VERSION}, sort_keys=True,
+                     default=str)
     return Checkpoint(Path(state_dir) / f"policy-{target}.pkl", every, key)
 
 

@@ -137,9 +137,9 @@ class PolicyConfig(BaseModel):
         "and the first config is what `cachetuner recommend` computes on it at the policy env's prices within the "
         "target's bounds (unless params.config names one); README 'Against an operator with history'")
     checkpoint_intervals: int | None = Field(
-        6, ge=1, description="mrc and mrc-history: save the curves and the rule's state to state_dir every this many "
-        "decisions and at shutdown, and resume from them after a restart with the same policy, settings and bounds "
-        "instead of starting cold (cachetuner.daemon.checkpoint); null = off")
+        6, ge=1, description="mrc, mrc-history and ppo (its anchor): save the curves and the rule's state to "
+        "state_dir every this many decisions and at shutdown, and resume from them after a restart with the same "
+        "policy, settings and bounds instead of starting cold (cachetuner.daemon.checkpoint); null = off")
     history_sample_rate: float = Field(
         0.01, gt=0, le=1, description="the hash-sampling rate the curves watch the history at: the target's sampled "
         "stream's (the replayer's --sample-rate, 1 % by default; 1 for a simulated target). A live stream coarser than "

@@ -35,7 +35,8 @@ from cachetuner.control import (
     make_controller,
     watches_history,
 )
-from cachetuner.control.learned import load_policy
+from cachetuner.control.learned import LearnedPolicy, load_policy
+from cachetuner.control.mrc import MRCController
 from cachetuner.daemon.checkpoint import Checkpoint, checkpoint_for
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.env import CacheTuningEnv, EnvConfig
@@ -185,8 +186,12 @@ class ControllerPolicy:
             outer = self.hot if self.hot is not None else self.env
             o, info = outer.reset(seed=self.seed)
             saved = self.checkpoint.load() if self.checkpoint is not None else None
-            if saved is not None:  # a restart: the curves and the rule go on where they were
-                self.env.mrc, self.controller = saved  # type: ignore[assignment]
+            if saved is not None and "anchor" in saved:  # ppo restarted: its anchor goes on where it was
+                self.controller.reset(context_from_env(self.env, o, info))
+                self.env.resume_anchor(saved["estimator"], saved["anchor"])
+                log.info("%s: resumed the curves and the anchor's state from %s", self.name, self.checkpoint.path)  # type: ignore[union-attr]
+            elif saved is not None:  # a restart: the curves and the rule go on where they were
+                self.env.mrc, self.controller = saved["estimator"], saved["controller"]
                 log.info("%s: resumed the curves and the rule's state from %s", self.name, self.checkpoint.path)  # type: ignore[union-attr]
             else:
                 if self.history is not None and self.env.mrc is not None:
@@ -237,9 +242,11 @@ class ControllerPolicy:
         ``min_weight`` is reached, so an operator warming the curves in a dry run sees when they are ready; logged
         once when they first are."""
         decider = getattr(self.controller, "decider", None)
-        if self.env.mrc is None or decider is None:
+        if self.env.mrc is None or (decider is None and not isinstance(self.controller, LearnedPolicy)):
             return
-        curves, need = self.env.curves, float(decider.settings.min_weight)
+        # ppo: the curves its anchor reads, ready at the anchor rule's min_weight
+        rule = decider.settings if decider is not None else self.env.anchor_rule
+        curves, need = self.env.curves, float(rule.min_weight)
         evidence = min((float(e.min()) for e in curves.evidence.values()), default=0.0) if curves is not None else 0.0
         ready = curves is not None and curves.ready(need)
         if ready and not self._curves_ready:
@@ -253,8 +260,13 @@ class ControllerPolicy:
         assert self.checkpoint is not None
         if self.env.mrc is None:
             return
+        if isinstance(self.controller, MRCController):
+            state: dict[str, Any] = {"estimator": self.env.mrc, "controller": self.controller}
+        else:  # ppo: the policy network keeps nothing between intervals; its anchor does
+            estimator, anchor = self.env.anchor_state()
+            state = {"estimator": estimator, "anchor": anchor}
         try:
-            self.checkpoint.save(self.env.mrc, self.controller)  # type: ignore[arg-type]
+            self.checkpoint.save(state)
         except Exception as e:  # noqa: BLE001 (a full disk or an unpicklable state must not stop the tuning)
             log.warning("%s: checkpoint not saved (%s: %s)", self.name, type(e).__name__, e)
 

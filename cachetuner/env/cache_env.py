@@ -223,6 +223,18 @@ class CacheTuningEnv(gym.Env):
         and MRC features are relative to, read-only."""
         return self._decider.settings.model_copy()
 
+    def anchor_state(self) -> tuple[MRCEstimator | None, MRCDecider]:
+        """What the anchor has learned so far: the curves' estimator and the anchor rule (its cold phase, streaks,
+        fill cap). A daemon's checkpoint saves them (``cachetuner.daemon.checkpoint``) so that a restarted ``ppo``
+        daemon does not run the anchor's cold-phase bets again on a cache tuned for weeks."""
+        return self.mrc, self._decider
+
+    def resume_anchor(self, estimator: MRCEstimator | None, decider: MRCDecider) -> None:
+        """Carry on from :meth:`anchor_state` saved by an earlier process, after :meth:`reset`. The anchor config
+        itself is recomputed from the next interval, before the next decision reads it."""
+        self.mrc, self._decider = estimator, decider
+        self._cost_curve, self._anchor = decider.last, None
+
     def fork(self) -> CacheTuningEnv:
         """An independent copy in the current state, simulator included: the hindsight controllers'
         window into the future. Only simulated backends can be forked. The fork shares the immutable

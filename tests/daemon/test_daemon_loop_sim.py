@@ -317,6 +317,29 @@ def test_mrc_resumes_its_curves_and_rule_after_a_restart(tmp_path: Path) -> None
     assert run(1).controller.decider._seen == 1
 
 
+def test_the_shipped_policy_resumes_its_anchor_after_a_restart(tmp_path: Path) -> None:
+    """``ppo`` decides by offsets from its mirror env's anchor (the mrc rule on the same curves), so its checkpoint is
+    the anchor's: a restarted daemon goes on with the curves' evidence and the anchor rule's count, past the cold
+    phase it had left, instead of handing its first decisions to the anchor's cold-phase bets again."""
+    def run(iterations: int) -> Any:
+        cfg = make_cfg(tmp_path, policy={"name": "ppo", "model": "default", "checkpoint_intervals": 2},
+                       max_iterations=iterations)
+        d = Daemon(cfg)
+        d.run()
+        return d.runners[0].policy
+
+    first = run(12)
+    assert (tmp_path / "state" / "policy-t0.pkl").is_file()
+    estimator, anchor = first.env.anchor_state()
+    seen, evidence = anchor._seen, min(float(e.min()) for e in first.env.curves.evidence.values())
+    assert not anchor.cold and first.controller.deferred < 12  # it left the cold phase and decided itself
+    assert first.last_info["curves"]["ready"]  # the audit log says when the anchor's curves are ready, as for mrc
+    again = run(2)
+    assert again.env.anchor_state()[1]._seen == seen + 2
+    assert min(float(e.min()) for e in again.env.curves.evidence.values()) > evidence
+    assert again.controller.deferred == 0  # no cold phase again: both decisions are the policy's (or young's)
+
+
 def test_observe_first_a_dry_run_warms_the_curves_the_tuning_daemon_resumes(tmp_path: Path) -> None:
     """Deploying in two steps: a daemon with ``dry_run: true`` decides and logs but applies nothing, while its curves
     watch the traffic and its checkpoint is written; the tuning daemon started after it (same policy, settings and
