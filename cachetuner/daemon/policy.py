@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import ValidationError
 
 from cachetuner.backend import ApplyResult, BackendFacts, CacheBackend, RequestSample
 from cachetuner.config import RedisConfig
@@ -40,6 +41,7 @@ from cachetuner.control.mrc import MRCController
 from cachetuner.daemon.checkpoint import Checkpoint, checkpoint_for
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.env import CacheTuningEnv, EnvConfig
+from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import CacheTunerError, ConfigError
 from cachetuner.evaluation.episode import context_from_env
 from cachetuner.metrics import MetricsSnapshot
@@ -288,6 +290,18 @@ def load_env_config(cfg: DaemonConfig) -> EnvConfig:
     return EnvConfig()
 
 
+def with_prices(env_cfg: EnvConfig, prices: PricesConfig) -> EnvConfig:
+    """``env_cfg`` with its ``prices:`` replaced by ``policy.prices`` (re-validated, as ``evaluate --prices`` does: the
+    reward's price fields follow them)."""
+    data = env_cfg.model_dump()
+    data["prices"] = prices.model_dump()
+    try:
+        return EnvConfig.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ConfigError(f"policy.prices: {err['msg']}") from None
+
+
 def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
     """The decider named ``cfg.policy.name`` for ``target``; unknown names list the valid ones."""
     name = cfg.policy.name
@@ -299,12 +313,12 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
     settings = validate(ControlSettings, params.pop("settings", {}), "policy.params.settings")
     env_cfg = load_env_config(cfg)
     if name == "ppo":
-        if not cfg.policy.model:
-            raise ConfigError("policy.model: ppo needs a model (a model.zip path, default, or runs:/<id>/model)")
-        artifact = load_policy(cfg.policy.model, config=cfg.policy.env_config, cache_dir=Path(cfg.state_dir),
-                               tracking_uri=cfg.tracking.tracking_uri)
+        artifact = load_policy(cfg.policy.model or "default", config=cfg.policy.env_config,
+                               cache_dir=Path(cfg.state_dir), tracking_uri=cfg.tracking.tracking_uri)
         params["model"] = artifact
         env_cfg = artifact.env_config
+    if cfg.policy.prices is not None:
+        env_cfg = with_prices(env_cfg, cfg.policy.prices)
     if name == "random":
         params["seed"] = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
         seed = params.pop("seed")

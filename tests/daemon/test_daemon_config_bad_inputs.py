@@ -28,6 +28,9 @@ LIVE = {"name": "main", "backend": "live", "redis_url": "redis://tuner@127.0.0.1
         ({"backoff": {"initial_s": 100, "max_s": 1}}, "field 'backoff': max_s (1) must be at least initial_s (100)"),
         ({"policy": {"name": "mrc", "seed": -1}}, "field 'policy.seed': Input should be greater than or equal to 0"),
         ({"interval_s": float("inf")}, "field 'interval_s': Input should be a finite number"),
+        ({"policy": {"prices": {"preset": "budget", "budget_fraction": 0.1}}},
+         "prices.budget_fraction: a daemon's target has no known working set"),
+        ({"policy": {"prices": {"preset": "lists"}}}, "field 'policy.prices.preset'"),
     ],
 )
 def test_bad_daemon_yaml_is_one_line(tmp_path: Path, over: dict, why: str) -> None:

@@ -255,8 +255,6 @@ def test_unknown_and_hindsight_policies_are_refused(tmp_path: Path) -> None:
         Daemon(make_cfg(tmp_path, policy={"name": "nope"}))
     with pytest.raises(ConfigError, match="cannot run on a live target"):
         Daemon(make_cfg(tmp_path, policy={"name": "oracle"}))
-    with pytest.raises(ConfigError, match="ppo needs a model"):
-        Daemon(make_cfg(tmp_path, policy={"name": "ppo"}))
     with pytest.raises(ConfigError, match="policy.history: 'mrc-history' watches the target's past traffic"):
         Daemon(make_cfg(tmp_path, policy={"name": "mrc-history"}))
     with pytest.raises(ConfigError, match="policy.history: only a controller that watches a history uses it"):
@@ -512,6 +510,27 @@ def test_the_shipped_policy_runs_in_the_daemon_with_its_price_feature_at_the_anc
     recs = [r for r in read_audit(cfg.audit_path) if r.get("phase") in ("decision", "intent")]
     assert len(recs) == 8 and not [r for r in recs if r["action"] == "policy_error"]
     assert len(loads) == 8 and all(x is not None and x > 0 for x in loads[1:])
+
+
+def test_the_default_policy_is_the_shipped_policy_at_the_prices_given(tmp_path: Path) -> None:
+    """The daemon's default decider is ``ppo`` with the shipped policy (docs/daemon.md, "Pre-registered: the daemon's
+    default controller"); an omitted model means it. ``policy.prices`` replaces the prices of the decider's env (the
+    model's own config has ``scaled``), so the policy's price feature and its anchor weigh the operator's prices."""
+    from cachetuner.daemon.config import PolicyConfig
+    from cachetuner.env.prices import PricesConfig
+
+    assert PolicyConfig().name == "ppo"
+    plain = Daemon(make_cfg(tmp_path / "a", policy={}, max_iterations=1)).runners[0].policy
+    assert plain.controller.artifact.source == "default"  # type: ignore[union-attr]
+    assert plain.env.cfg.prices.preset == "scaled"  # type: ignore[union-attr]
+    cfg = make_cfg(tmp_path / "b", policy={"prices": {"preset": "list"}}, max_iterations=6)
+    d = Daemon(cfg)
+    env = d.runners[0].policy.env  # type: ignore[union-attr]
+    listed = PricesConfig(preset="list").resolve_all()
+    assert env.cfg.prices.preset == "list" and env.prices.miss == pytest.approx(listed["miss_cost"])
+    d.run()
+    decided = [r for r in read_audit(cfg.audit_path) if r.get("phase") in ("decision", "intent")]
+    assert len(decided) == 6 and not [r for r in decided if r["action"] == "policy_error"]
 
 
 def test_ppo_policy_from_path_and_from_mlflow_uri(tmp_path: Path, tiny_ppo: Path, mlflow_store) -> None:
