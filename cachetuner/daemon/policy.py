@@ -183,6 +183,8 @@ class ControllerPolicy:
         self._gets = float(snap.gets)
         if snap.interval_s > 0:
             self._interval_s = float(snap.interval_s)
+            # the decider weighs this interval's misses against memory held for this interval, not the env config's
+            self.env.price_intervals_as(self._interval_s)
         self._filling = float(snap.used_memory) if snap.evictions == 0 and 0 < snap.used_memory < snap.maxmemory else None
         if not self._started:
             outer = self.hot if self.hot is not None else self.env

@@ -158,6 +158,7 @@ class CacheTuningEnv(gym.Env):
         self._anchor: RedisConfig | None = None
         self._decider = MRCDecider(cfg.mrc.anchor)
         self._reward_cfg = cfg.reward
+        self._price_interval_s: float | None = None  # price_intervals_as
         self._prev: MetricsSnapshot | None = None
         self._bounds: tuple[int, int] | None = None
         self._steps = 0
@@ -197,10 +198,19 @@ class CacheTuningEnv(gym.Env):
         budget = int(self.bounds[1]) if self.cfg.prices is not None and self.cfg.prices.budget is not None else None
         return Prices(
             memory_per_gib_hour=rw.memory_cost_per_gb_hour, miss=rw.miss_cost, slo_penalty=rw.slo_penalty,
-            switch=rw.switch_cost, interval_s=self.cfg.interval_s, slo_p95_ms=self.cfg.slo_p95_ms,
+            switch=rw.switch_cost, interval_s=self._price_interval_s or self.cfg.interval_s, slo_p95_ms=self.cfg.slo_p95_ms,
             miss_latency_ms=lat.miss_ms + 2 * lat.network_ms, miss_sigma=lat.miss_sigma,
             hit_latency_ms=lat.network_ms + lat.l1_hit_ms, budget_bytes=budget,
         )
+
+    def price_intervals_as(self, seconds: float) -> None:
+        """Price memory over intervals of ``seconds`` from now on, in :attr:`prices` (what the anchor and every
+        controller weigh). For a daemon's mirror env: the interval it measured (a live target's ``interval_s``),
+        which the env config's ``interval_s`` need not match. The misses a rule weighs are the measured interval's,
+        so memory priced over another length tilted every decision (an env config of 60 s under a 10 s daemon held
+        memory six times too dear). An env that steps its own backend prices its own ``interval_s``, as its reward
+        prices each snapshot's."""
+        self._price_interval_s = float(seconds)
 
     @property
     def curves(self) -> MissRatioCurves | None:

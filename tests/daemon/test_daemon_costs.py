@@ -158,3 +158,23 @@ def test_bench_daemon_costs_reports_missing_traces_and_refuses_bad_prices(tmp_pa
     bad = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "bench", "daemon-costs", "--prices", "budget"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --prices: budget: not a priced preset")
+
+
+def test_the_decider_prices_memory_over_the_interval_it_measured(tmp_path: Path) -> None:
+    """The decider's env config says 60 s intervals (EnvConfig's default), the target's measure 5 s (the sim target's
+    env; a live daemon's interval_s). The misses a rule weighs are the measured interval's, so memory must be priced
+    over 5 s too: priced over 60 s it was twelve times too dear against them, and `mrc` held too little."""
+    seen: list[float] = []
+    cfg = make_cfg(tmp_path, policy={"name": "mrc"}, max_iterations=4)
+    d = Daemon(cfg)
+    policy = d.runners[0].policy
+    assert policy.env.cfg.interval_s == 60  # type: ignore[union-attr]
+    decide = policy.controller.decide  # type: ignore[union-attr]
+
+    def watched(ctx: Any) -> RedisConfig:
+        seen.append(ctx.prices.interval_s)
+        return decide(ctx)
+
+    policy.controller.decide = watched  # type: ignore[union-attr]
+    d.run()
+    assert seen == [5.0] * 4
