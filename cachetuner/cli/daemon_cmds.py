@@ -98,11 +98,12 @@ def chaos_cmd(
 def bench_daemon_costs_cmd(
     intervals: int = typer.Option(80, "--intervals", min=10, help="60 s intervals each daemon runs"),
     prices: str = typer.Option("scaled,cheap-backend", "--prices", help="comma-separated price presets"),
+    policy: str = typer.Option("mrc", "--policy", help="the tuned daemon's decider: mrc, or ppo (the shipped policy)"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
 ) -> None:
     """The daemon's estimated saving against the measured one, per workload x price preset.
 
-    An mrc and a static-default daemon run on the same simulated traffic."""
+    A tuned daemon (--policy) and a static-default daemon run on the same simulated traffic."""
     from typing import get_args
 
     from rich.table import Table
@@ -118,13 +119,15 @@ def bench_daemon_costs_cmd(
     if bad or not presets:
         raise ConfigError(f"--prices: {', '.join(bad) or 'empty'}: not a priced preset; valid: "
                           f"{', '.join(v for v in valid if v != 'budget')}")
+    if policy not in ("mrc", "ppo"):
+        raise ConfigError(f"--policy {policy!r}: expected mrc or ppo")
     with console.status("running daemons ...") as status:
-        res = bench_daemon_costs(shared_traces_dir(), prices=presets, intervals=intervals,
+        res = bench_daemon_costs(shared_traces_dir(), prices=presets, intervals=intervals, policy=policy,
                                  progress=lambda what: status.update(f"running daemons: {what}"))
     if json_out:
         emit_json(res)
         return
-    t = Table(title="daemon: estimated vs measured saving (mrc against static-default, same traffic)")
+    t = Table(title=f"daemon: estimated vs measured saving ({policy} against static-default, same traffic)")
     for c in ("workload", "prices", "estimated", "measured"):
         t.add_column(c)
     def pct(v: float | None) -> str:

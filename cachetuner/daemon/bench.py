@@ -1,9 +1,9 @@
 """``cachetuner bench daemon-costs``: how close the daemon's *estimated* saving comes to the *measured* one.
 
 The daemon's ``estimated_saving`` (daemon/costs.py) prices the config in force and the baseline on the curves; it
-is what an operator reads on the dashboard. Whether it can be trusted is a measurement: run an ``mrc`` daemon and a
-``static-default`` daemon (the baseline held) on the same simulated traffic, and compare the estimate with
-``1 - cost(mrc) / cost(static-default)`` from the two daemons' measured costs. Simulated targets only (a live pair
+is what an operator reads on the dashboard. Whether it can be trusted is a measurement: run an ``mrc`` (or ``ppo``)
+daemon and a ``static-default`` daemon (the baseline held) on the same simulated traffic, and compare the estimate
+with ``1 - cost(tuned) / cost(static-default)`` from the two daemons' measured costs. Simulated targets only (a live pair
 would need two Redis servers fed the same traffic; the live path's cost terms are the same code).
 """
 
@@ -38,16 +38,19 @@ BASELINE = 100 * MB
 
 
 def _summary(policy: str, workload: dict[str, Any], prices: str, intervals: int, work: Path) -> dict[str, Any]:
-    """One daemon on a simulated target over ``intervals`` intervals of 60 s; its cost meter's summary."""
+    """One daemon on a simulated target over ``intervals`` intervals of 60 s; its cost meter's summary. ``ppo`` runs
+    the shipped policy over its own env config at ``prices`` (``policy.prices``); the others over the target's env."""
     env = {"workloads": [workload], "interval_s": 60, "episode_intervals": None, "warmup_intervals": 0,
            "bounds": {"min_bytes": BOUNDS[0], "max_bytes": BOUNDS[1], "initial_bytes": BASELINE},
            "whatif": {"enabled": False}, "prices": {"preset": prices}}
     env_yaml = work / f"{policy}-env.yaml"
     env_yaml.write_text(yaml.safe_dump({"env": env}))
+    decider: dict[str, Any] = ({"name": "ppo", "model": "default", "prices": {"preset": prices}} if policy == "ppo"
+                               else {"name": policy, "env_config": str(env_yaml)})
     cfg = DaemonConfig.model_validate({
         "interval_s": 0.001, "state_dir": str(work / policy), "http": {"enabled": False},
         "tracking": {"enabled": False}, "hotness": {"enabled": False},
-        "policy": {"name": policy, "env_config": str(env_yaml)}, "max_iterations": intervals,
+        "policy": decider, "max_iterations": intervals,
         "targets": [{"name": "t", "backend": "sim", "backend_options": {"env": env},
                      "bounds": {"maxmemory_min": BOUNDS[0], "maxmemory_max": BOUNDS[1],
                                 "policies": ["allkeys-lru", "allkeys-lfu"], "timeouts": [0]}}],
@@ -64,10 +67,12 @@ def bench_daemon_costs(
     *,
     prices: tuple[str, ...] = ("scaled", "cheap-backend"),
     intervals: int = 80,
+    policy: str = "mrc",
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Estimated vs measured saving of an ``mrc`` daemon for every workload x price preset; a workload whose trace
-    file is missing is reported as such (not dropped)."""
+    """Estimated vs measured saving of a ``policy`` daemon (``mrc``, or ``ppo``: the shipped policy, the daemon's
+    default) for every workload x price preset; a workload whose trace file is missing is reported as such (not
+    dropped)."""
     rows: list[dict[str, Any]] = []
     for name, spec in WORKLOADS:
         wl = dict(spec)
@@ -81,7 +86,7 @@ def bench_daemon_costs(
             if progress is not None:
                 progress(f"{name} at {p} prices")
             with tempfile.TemporaryDirectory(prefix="cachetuner-bench-") as tmp:
-                tuned = _summary("mrc", wl, p, intervals, Path(tmp))
+                tuned = _summary(policy, wl, p, intervals, Path(tmp))
                 held = _summary("static-default", wl, p, intervals, Path(tmp))
             measured = 1.0 - tuned["measured_cost"] / held["measured_cost"] if held["measured_cost"] > 0 else None
             est = tuned["estimated_saving"]
@@ -92,7 +97,7 @@ def bench_daemon_costs(
     return {"rows": rows, "summary": {
         "cells": len([r for r in rows if "missing" not in r]), "estimated": len(errs),
         "mean_abs_error_pp": sum(errs) / len(errs) if errs else None, "max_abs_error_pp": max(errs, default=None),
-        "bounds_bytes": list(BOUNDS), "baseline_bytes": BASELINE, "interval_s": 60}}
+        "bounds_bytes": list(BOUNDS), "baseline_bytes": BASELINE, "interval_s": 60, "policy": policy}}
 
 
 __all__ = ["WORKLOADS", "bench_daemon_costs"]

@@ -158,6 +158,19 @@ def test_bench_daemon_costs_reports_missing_traces_and_refuses_bad_prices(tmp_pa
     bad = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "bench", "daemon-costs", "--prices", "budget"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --prices: budget: not a priced preset")
+    bad = subprocess.run([sys.executable, "-m", "cachetuner.cli.main", "bench", "daemon-costs", "--policy", "hill"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: --policy 'hill': expected mrc or ppo"
+
+
+def test_bench_daemon_costs_runs_the_shipped_policy(tmp_path: Path) -> None:
+    """``--policy ppo``: the tuned daemon is the daemon's default decider, at the cell's prices."""
+    from cachetuner.daemon.bench import bench_daemon_costs
+
+    res = bench_daemon_costs(tmp_path, prices=("cheap-backend",), intervals=10, policy="ppo")
+    ran = [r for r in res["rows"] if "missing" not in r]
+    assert res["summary"]["policy"] == "ppo" and len(ran) == 2
+    assert all(r["measured_saving"] is not None and -1 < r["measured_saving"] < 1 for r in ran)
 
 
 def test_the_decider_prices_memory_over_the_interval_it_measured(tmp_path: Path) -> None:
