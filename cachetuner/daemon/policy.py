@@ -40,6 +40,7 @@ from cachetuner.control.learned import LearnedPolicy, load_policy
 from cachetuner.control.mrc import MRCController
 from cachetuner.daemon.checkpoint import Checkpoint, checkpoint_for
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
+from cachetuner.daemon.records import config_dict
 from cachetuner.env import CacheTuningEnv, EnvConfig
 from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import CacheTunerError, ConfigError
@@ -210,7 +211,9 @@ class ControllerPolicy:
             # wrapper's extension is applied to the step_config result here.
             o = self.hot._extend(o, info)
             self.last_info = {"hotness": {**info.get("hotness", {}), "backend": self.hot.predictor.backend}}
+        before = self._handed()
         out = self.controller.decide(context_from_env(self.env, o, info))
+        self._note_handed(before, info)
         self._note_curves()
         self._decisions += 1
         if self.checkpoint is not None and self._decisions % self.checkpoint.every == 0:
@@ -240,6 +243,21 @@ class ControllerPolicy:
             hit = mono.hit_ratio(c.maxmemory_policy, size)
             out[k] = float(prices.interval_cost(np.asarray(float(c.maxmemory)), hit, self._gets))
         return out
+
+    def _handed(self) -> tuple[int, int, int] | None:
+        """``ppo``'s counts of decisions handed to its anchor (cold, young, outside its price support); None otherwise."""
+        c = self.controller
+        return (c.deferred, c.deferred_young, c.deferred_outside) if isinstance(c, LearnedPolicy) else None
+
+    def _note_handed(self, before: tuple[int, int, int] | None, info: dict[str, Any]) -> None:
+        """For the audit log (``policy_info.ppo``): whether the policy decided this interval itself or handed it to
+        its anchor, and why (``cold``, ``young``, ``outside``: its price feature outside what it saw in training), with
+        the anchor's config. An operator sees how much of the tuning is the policy's own."""
+        after = self._handed()
+        if before is None or after is None:
+            return
+        why = next((k for k, b, a in zip(("cold", "young", "outside"), before, after, strict=True) if a > b), None)
+        self.last_info = {**self.last_info, "ppo": {"handed_to_anchor": why, "anchor": config_dict(info.get("anchor"))}}
 
     def _note_curves(self) -> None:
         """For the audit log (``policy_info.curves``): how much evidence the curves carry and whether the rule's

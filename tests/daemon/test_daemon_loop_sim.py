@@ -338,6 +338,25 @@ def test_the_shipped_policy_resumes_its_anchor_after_a_restart(tmp_path: Path) -
     assert again.controller.deferred == 0  # no cold phase again: both decisions are the policy's (or young's)
 
 
+def test_the_audit_says_when_the_policy_handed_a_decision_to_its_anchor(tmp_path: Path) -> None:
+    """``policy_info.ppo`` in every decision line: ``handed_to_anchor`` is why the policy ran its anchor's config
+    (``cold``, ``young``, ``outside``) or null when it decided itself, beside the anchor's config; the counts match
+    the controller's."""
+    # memory dear enough that this small cache's price feature lies where the policy was trained (else: "outside")
+    cfg = make_cfg(tmp_path, policy={"name": "ppo", "prices": {"preset": "scaled", "memory_per_gib_hour": 20_000.0}},
+                   max_iterations=12)
+    d = Daemon(cfg)
+    d.run()
+    c = d.runners[0].policy.controller  # type: ignore[union-attr]
+    recs = [r for r in read_audit(cfg.audit_path) if r.get("phase") in ("decision", "intent")]
+    why = [r["policy_info"]["ppo"]["handed_to_anchor"] for r in recs]
+    assert len(why) == 12 and why[0] == "cold"
+    assert (why.count("cold"), why.count("young"), why.count("outside")) == (c.deferred, c.deferred_young,
+                                                                              c.deferred_outside)
+    assert None in why, str(why)  # past the cold phase it decided itself here
+    assert all(r["policy_info"]["ppo"]["anchor"] is not None for r, w in zip(recs, why, strict=True) if w is None)
+
+
 def test_observe_first_a_dry_run_warms_the_curves_the_tuning_daemon_resumes(tmp_path: Path) -> None:
     """Deploying in two steps: a daemon with ``dry_run: true`` decides and logs but applies nothing, while its curves
     watch the traffic and its checkpoint is written; the tuning daemon started after it (same policy, settings and
