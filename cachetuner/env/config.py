@@ -377,6 +377,14 @@ class EnvConfig(BaseModel):
             raise ValueError("actions.space 'mrc-offset' needs mrc.enabled")
         return self
 
+    def with_prices(self, prices: PricesConfig) -> EnvConfig:
+        """This config with its ``prices:`` replaced and validated again, so the reward's prices and a budget's bounds
+        follow them (``evaluate --prices``, a suite's price regime, the daemon's ``policy.prices``). Only
+        :class:`PricesConfig`'s own fields: a suite's regime also carries its label."""
+        data = self.model_dump()
+        data["prices"] = prices.model_dump(include=set(PricesConfig.model_fields))
+        return EnvConfig.model_validate(data)
+
     @property
     def client_ttl_used(self) -> bool:
         """True when client-side TTL multipliers can differ from 1 (an action dimension or a static setting)."""

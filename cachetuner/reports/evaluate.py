@@ -71,11 +71,10 @@ def evaluation_env(
         raise ConfigError(f"--workload {workload}: the config has {len(env_cfg.workloads)} evaluation workloads")
     data = env_cfg.model_dump()
     data["episode_intervals"] = intervals
+    env_cfg = EnvConfig.model_validate(data)
     if prices is not None:
-        chosen = PricesConfig(preset=prices) if isinstance(prices, str) else prices  # type: ignore[arg-type]
-        # only PricesConfig's own fields: a suite's regime (SuitePrices) also carries its label
-        data["prices"] = chosen.model_dump(include=set(PricesConfig.model_fields))
-    return EnvConfig.model_validate(data), workload
+        env_cfg = env_cfg.with_prices(PricesConfig(preset=prices) if isinstance(prices, str) else prices)
+    return env_cfg, workload
 
 
 def price_option(preset: str | None, budget: str | None) -> str | PricesConfig | None:
