@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -170,9 +170,11 @@ class ControllerPolicy:
         self.checkpoint = checkpoint
         self._decisions = 0
         self._started = False
-        #: GETs and length of the interval the decider saw last (what predicted_costs prices), and the bytes in use when
+        #: GETs of the interval the decider saw last (what predicted_costs prices; its length is the env's priced
+        #: interval, price_intervals_as), and the bytes in use when
         #: the cache in force did not evict in it (still filling, or a fill cap below the size the rule chose), else None
-        self._gets, self._interval_s = 0.0, float(interval_s)
+        self._gets = 0.0
+        self.env.price_intervals_as(float(interval_s))  # until a snapshot says how long its interval was
         self._filling: float | None = None
         #: extra figures of the last decision for the audit log (hotness features and their backend)
         self.last_info: dict[str, Any] = {}
@@ -183,9 +185,8 @@ class ControllerPolicy:
         snap = obs.snapshot
         self._gets = float(snap.gets)
         if snap.interval_s > 0:
-            self._interval_s = float(snap.interval_s)
             # the decider weighs this interval's misses against memory held for this interval, not the env config's
-            self.env.price_intervals_as(self._interval_s)
+            self.env.price_intervals_as(float(snap.interval_s))
         self._filling = float(snap.used_memory) if snap.evictions == 0 and 0 < snap.used_memory < snap.maxmemory else None
         if not self._started:
             outer = self.hot if self.hot is not None else self.env
@@ -233,7 +234,7 @@ class ControllerPolicy:
         curves = self.env.curves
         if curves is None or not curves.ready(float(self.env.anchor_rule.min_weight)):
             return {k: float("nan") for k in configs}
-        mono, prices = curves.monotone(), replace(self.env.prices, interval_s=self._interval_s)
+        mono, prices = curves.monotone(), self.env.prices
         out: dict[str, float] = {}
         for k, c in configs.items():
             if c.maxmemory <= 0 or c.maxmemory_policy not in mono.hit:
@@ -311,12 +312,10 @@ def load_env_config(cfg: DaemonConfig) -> EnvConfig:
 
 
 def with_prices(env_cfg: EnvConfig, prices: PricesConfig) -> EnvConfig:
-    """``env_cfg`` with its ``prices:`` replaced by ``policy.prices`` (re-validated, as ``evaluate --prices`` does: the
-    reward's price fields follow them)."""
-    data = env_cfg.model_dump()
-    data["prices"] = prices.model_dump()
+    """``env_cfg`` with its ``prices:`` replaced by ``policy.prices`` (:meth:`EnvConfig.with_prices`); a config they
+    do not fit is a one-line error naming ``policy.prices``."""
     try:
-        return EnvConfig.model_validate(data)
+        return env_cfg.with_prices(prices)
     except ValidationError as e:
         err = e.errors()[0]
         raise ConfigError(f"policy.prices: {err['msg']}") from None

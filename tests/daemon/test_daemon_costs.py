@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_daemon_loop_sim import make_cfg
+from test_daemon_loop_sim import ENV, make_cfg
 
 from cachetuner.config import RedisConfig
 from cachetuner.daemon.audit import read_audit
@@ -136,7 +136,7 @@ def test_a_cache_that_did_not_evict_prices_larger_configs_by_their_memory_only(t
     small, large = base.evolve(maxmemory=12 * MB), base.evolve(maxmemory=36 * MB)
     pol._filling = 10 * MB  # the interval ended with 10 MB in use and no eviction
     got = pol.predicted_costs({"small": small, "large": large})
-    memory = pol.env.prices.memory_per_gib_hour * (24 * MB / GIB) * (pol._interval_s / 3600)
+    memory = pol.env.prices.memory_per_gib_hour * (24 * MB / GIB) * (ENV["interval_s"] / 3600)  # the measured interval
     assert got["large"] - got["small"] == pytest.approx(memory, rel=1e-9)
     pol._filling = None  # a full cache: the smaller config would have evicted, and the curves charge its misses
     full = pol.predicted_costs({"small": small, "large": large})
