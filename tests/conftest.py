@@ -118,6 +118,13 @@ def shared_traces() -> Path:
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _sb3_logs_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A test that calls ``PPO.learn`` without a logger of its own gets SB3's default one, which makes an empty
+    ``SB3-<time>`` folder in the system's temp dir per call; ``SB3_LOGDIR`` puts them in pytest's (cleaned) tmp."""
+    os.environ.setdefault("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _one_torch_thread() -> None:
     """PPO and LSTM on 2 cores: one thread is 10-60x faster than two here."""
     try:

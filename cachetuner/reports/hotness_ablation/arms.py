@@ -156,6 +156,7 @@ def train_arm(
         StopTrainingOnNoModelImprovement,
     )
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from cachetuner.agent.train import (
@@ -192,6 +193,8 @@ def train_arm(
     try:
         resumed = bool(state) and (out / "last.zip").is_file()
         model = PPO.load(out / "last.zip", env=train_env, device="cpu") if resumed else build_model(cfg, train_env)
+        # no SB3 logger of its own: SB3 would make an empty /tmp/SB3-<time> folder for every arm (progress is Clock's)
+        model.set_logger(Logger(folder=None, output_formats=[]))
         done = int(model.num_timesteps) if resumed else 0
         remaining = cfg.total_timesteps - done
         stop = (StopTrainingOnNoModelImprovement(cfg.early_stop.max_no_improvement_evals, cfg.early_stop.min_evals)
