@@ -120,6 +120,7 @@ class LiveRedisBackend:
         self._window = (0.0, 0.0)
         self._config_from_redis()
         self._tail: StreamTail | None = None  # started by the first recent_requests() (see there)
+        self._direct_reads: list[tuple[float, bool]] = []  # (time, a keyspace hit) of XRANGEs sent outside the tail
 
     # ------------------------------------------------------------------ protocol
     @property
@@ -214,6 +215,9 @@ class LiveRedisBackend:
                     sampling.stream_key(self.key_prefix), min=f"{int(lo * 1000)}-0", max=f"{int(hi * 1000)}-0",
                     count=100_000,
                 )
+                # entries say the stream exists (a hit); none may be a stream without entries in the window,
+                # taken as a miss (the first read only, before the tail)
+                self._direct_reads = [*self._direct_reads[-9:], (time.time(), bool(entries))]
             except redis.RedisError:
                 return RequestSample(rate=self._sample_rate)
         if self._tail is None:
@@ -251,7 +255,9 @@ class LiveRedisBackend:
             }
             if any(v is None for v in core.values()):
                 return self._stale(snap, "no samples for " + ", ".join(k for k, v in core.items() if v is None))
-            snap.hits, snap.misses = int(core["hits"]), int(core["misses"])  # type: ignore[arg-type]
+            own_hits, own_misses = self._own_reads(start, end)
+            snap.hits = max(int(core["hits"]) - own_hits, 0)  # type: ignore[arg-type]
+            snap.misses = max(int(core["misses"]) - own_misses, 0)  # type: ignore[arg-type]
             snap.used_memory, snap.maxmemory = int(core["used_memory"]), int(core["maxmemory"])  # type: ignore[arg-type]
             opt = {
                 "evictions": _delta("redis_evicted_keys_total", sel, w),
@@ -285,6 +291,20 @@ class LiveRedisBackend:
             return self._stale(snap, f"{type(e).__name__}: {e}")
         self._last = snap
         return snap
+
+    def _own_reads(self, start: float, end: float) -> tuple[int, int]:
+        """The keyspace (hits, misses) this backend's own reads of the sampled stream added in ``[start, end)``:
+        Redis counts every ``XRANGE`` like an application's GET, and the tail polls four times a second, which on
+        a quiet cache (100 GETs in a 10 s interval) would be 40 hits of the tuner's own. Counted by the time each
+        read returned; the server's counters are read at the last scrape before each boundary (up to
+        ``SCRAPE_INTERVAL_S`` earlier), so a poll or two near a boundary may be taken from the neighbouring
+        interval (the sum over intervals is kept)."""
+        hits = sum(1 for t, hit in self._direct_reads if start <= t < end and hit)
+        misses = sum(1 for t, hit in self._direct_reads if start <= t < end and not hit)
+        if self._tail is not None:
+            h, m = self._tail.own_reads(start, end)
+            hits, misses = hits + h, misses + m
+        return hits, misses
 
     def _latency(self, snap: MetricsSnapshot, w: str, at: dict[str, str], expect: bool) -> bool:
         """Fill the latency fields; False when the replayer sent requests (``expect``) but quantiles are NaN."""

@@ -9,6 +9,10 @@ therefore lost it whenever the stream was evicted in between (a live shadow A/B 
 the entries written since the last poll. ``XRANGE`` only, not ``XREAD``, and no trimming: the
 least-privileged daemon user may run ``XRANGE`` on the stream and nothing else, and other readers may
 share the stream.
+
+Each poll is a read of the Redis being measured: Redis counts it as a keyspace hit (the stream exists)
+or miss, four a second. :meth:`StreamTail.own_reads` says how many fell in a window, so that the
+snapshot's hits and misses can be the application's alone (:meth:`LiveRedisBackend.read`).
 """
 
 from __future__ import annotations
@@ -38,14 +42,21 @@ class StreamTail:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.reads_ok = 0  # successful polls (0: the tail has seen nothing; callers fall back)
+        self._reads: deque[tuple[float, bool]] = deque()  # (time, a keyspace hit) of each poll Redis answered
+        self._seen = False  # the stream has returned entries: an empty poll of it is taken as a hit (see own_reads)
         self._thread = threading.Thread(target=self._loop, name="stream-tail", daemon=True)
         self._thread.start()
 
     def _poll(self) -> None:
         lo = "-" if self._last is None else f"({self._last}"
         got = self._r.xrange(self.key, min=lo, max="+", count=50_000)
-        cutoff = int((time.time() - self.retention_s) * 1000)
+        now = time.time()
+        cutoff = int((now - self.retention_s) * 1000)
         with self._lock:
+            self._seen = self._seen or bool(got)
+            self._reads.append((now, self._seen))
+            while self._reads and self._reads[0][0] < now - self.retention_s:
+                self._reads.popleft()
             for eid, fields in got:
                 self._entries.append((_ms(eid), (eid, fields)))
             if got:
@@ -66,6 +77,17 @@ class StreamTail:
         lo, hi = int(start_s * 1000), int(end_s * 1000)
         with self._lock:
             return [e for ms, e in self._entries if lo <= ms < hi]
+
+    def own_reads(self, start_s: float, end_s: float) -> tuple[int, int]:
+        """The keyspace (hits, misses) the tail's polls added to the server's counters in ``[start_s, end_s)``.
+
+        A poll that returned entries found the stream (a hit); before the first entries an empty poll found no
+        stream (a miss). After them an empty poll is taken as a hit: the stream is gone only between an eviction
+        and the next XADD (an approximation; an ``EXISTS`` to tell would itself be counted)."""
+        with self._lock:
+            hits = sum(1 for t, hit in self._reads if start_s <= t < end_s and hit)
+            total = sum(1 for t, _ in self._reads if start_s <= t < end_s)
+        return hits, total - hits
 
     def close(self) -> None:
         self._stop.set()

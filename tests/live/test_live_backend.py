@@ -142,6 +142,35 @@ def test_snapshot_from_prometheus_matches_info(backend: LiveRedisBackend, live_s
     assert np.isin(sample.keys, trace.keys).all()
 
 
+def test_the_stream_tails_own_reads_are_not_the_applications_hits(backend: LiveRedisBackend,
+                                                                    live_stack: LocalStack) -> None:
+    """Redis counts each of the tail's XRANGE polls (four a second) as a keyspace hit; the snapshot leaves them out,
+    so on a quiet cache the tuner does not read its own polling as traffic that hits."""
+    r = redis.Redis.from_url(live_stack.redis_url)
+    r.flushall()
+    key = sampling.stream_key("cachetuner:")
+    r.xadd(key, {"k": 1, "s": 100, "o": 0, "t": time.time(), "r": 1.0})
+    backend.recent_requests()  # starts the tail
+    time.sleep(1.5)
+    t0 = time.time()
+    i0 = r.info("stats")
+    for _ in range(7):
+        assert r.get("absent") is None  # seven application misses, no hits
+    time.sleep(3.0)
+    t1 = time.time()
+    i1 = r.info("stats")
+    time.sleep(2.5)  # until Prometheus has scraped past t1
+    snap = backend.read(t0, t1)
+    assert not snap.stale, getattr(backend, "last_stale_reason", "")
+    polls = i1["keyspace_hits"] - i0["keyspace_hits"]
+    assert polls >= 6, "the tail did not poll the stream"  # ~12 in 3 s
+    assert i1["keyspace_misses"] - i0["keyspace_misses"] == 7
+    # the window's counters come from the scrapes before t0 and t1 (up to 1 s early), the tail's reads by their
+    # own clock: a poll or two may fall on the other side of a boundary
+    assert snap.hits <= 2, f"{snap.hits} of the tail's {polls} polls counted as application hits"
+    assert snap.misses == 7
+
+
 def test_prometheus_down_gives_stale_snapshot(live_stack: LocalStack) -> None:
     be = LiveRedisBackend(live_stack.redis_url, f"http://127.0.0.1:{free_port()}", interval_s=2.0, query_timeout_s=1.0)
     try:
