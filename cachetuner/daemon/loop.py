@@ -295,8 +295,27 @@ class Daemon:
         with contextlib.suppress(OSError):
             self.save_state()
         self.audit.close()
+        self._draw_timeline()
         if self.tracker is not None:
             self.tracker.close(status)
             self.tracker = None
+
+    def _draw_timeline(self) -> None:
+        """The session's timeline (:mod:`cachetuner.daemon.timeline`) to ``state_dir/timeline-<session>.png`` and the
+        MLflow run. Best-effort: a picture must never keep the daemon from exiting cleanly."""
+        from cachetuner.daemon.audit import read_audit
+        from cachetuner.daemon.timeline import plot_timeline
+
+        path = Path(self.cfg.state_dir) / f"timeline-{self.session}.png"
+        try:
+            slo = {t.name: t.slo.p95_latency_ms for t in self.cfg.targets if t.slo.p95_latency_ms}
+            drawn = plot_timeline(read_audit(self.cfg.audit_path), self.session, path, slo_p95_ms=slo)
+        except Exception as e:  # noqa: BLE001 (see the docstring)
+            log.warning("could not draw the session's timeline: %s", e)
+            return
+        if drawn is not None:
+            log.info("the session's timeline: %s", drawn)
+            if self.tracker is not None:
+                self.tracker.log_artifact(drawn, "plots")
 
 

@@ -67,6 +67,16 @@ class SessionTracker:
         except Exception as e:  # noqa: BLE001
             self._disable(e)
 
+    def log_artifact(self, path: Any, artifact_path: str | None = None) -> None:
+        if not self.enabled:
+            return
+        try:
+            import mlflow
+
+            mlflow.log_artifact(str(path), artifact_path=artifact_path)
+        except Exception as e:  # noqa: BLE001
+            self._disable(e)
+
     def close(self, status: str = "FINISHED") -> None:
         if not self.enabled:
             return

@@ -434,6 +434,11 @@ def test_http_endpoints_and_mlflow_run(tmp_path: Path, mlflow_store) -> None:
     assert len(hist) >= 5
     cost = mlflow.MlflowClient().get_metric_history(runs.iloc[0]["run_id"], "t0.cost")  # the measured cost too
     assert len(cost) == len(hist) and all(c.value > 0 for c in cost)
+    # the session's timeline, drawn from the audit log when it ended: in state_dir and in the run
+    png = Path(cfg.state_dir) / f"timeline-{d.session}.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    arts = [a.path for a in mlflow.MlflowClient().list_artifacts(runs.iloc[0]["run_id"], "plots")]
+    assert arts == [f"plots/{png.name}"]
 
 
 def test_cli_sigterm_finishes_step_and_exits_0(tmp_path: Path) -> None:
