@@ -43,7 +43,15 @@ class MRCConfig(BaseModel):
     )
     max_rate: float = Field(0.25, gt=0, le=1, description="cap of the per-size rate (cost of the smallest sizes)")
     min_sampled_per_interval: int = Field(
-        100, ge=0, description="raise the base rate so that an average interval yields about this many sampled requests"
+        100, ge=0, description="raise the base rate so that an average interval yields about this many sampled requests "
+        "(an interval of reference_interval_s when that is set)"
+    )
+    reference_interval_s: float | None = Field(
+        None, gt=0, description="the interval min_sampled_per_interval counts (10 s, where every measurement was made): "
+        "the base rate then gives the same sampled requests per second at any interval, so the curves gather evidence "
+        "as fast in wall time at 60 s as at 10 s (counted per interval, a 60 s interval sampled a sixth of the rate and "
+        "the rule's evidence gates took six times as long). null = per interval, whatever its length (the default "
+        "until the rule pre-registered in docs/control.md decides)"
     )
     half_life_gets: float = Field(
         1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"

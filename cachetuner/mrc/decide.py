@@ -88,6 +88,10 @@ class MRCDecider:
 
     def __init__(self, settings: MRCControlSettings | None = None) -> None:
         self.settings = settings or MRCControlSettings()
+        #: the settings the rule runs on: ``settings`` scaled to the interval decide_after is given
+        #: (``reference_interval_s``); ``settings`` itself until then, and for callers of decide alone
+        self.rule = self.settings
+        self._interval_s: float | None = None
         h = self.settings.fill_headroom
         horizon = self.settings.payback_intervals if self.settings.fill_amortized else 1.0
         self.fill = FillCap(h, horizon_intervals=horizon) if h is not None else None
@@ -143,7 +147,7 @@ class MRCDecider:
 
     def _young_window(self) -> bool:
         """Within ``cold_growth_intervals`` intervals of a reset that was not warm (cold growth's extension)."""
-        n = self.settings.cold_growth_intervals
+        n = self.rule.cold_growth_intervals
         return n is not None and self._seen <= n and not self._warm
 
     def decide(
@@ -153,7 +157,7 @@ class MRCDecider:
         """The config to run next (``cur`` to hold). ``misses``: the last interval's (enables ``free_growth``
         and ``free_shrink``); ``full``: whether the cache was full (evicting, or near ``maxmemory``) in it, so
         that a cache still filling from cold is not judged by its first hits (``None``: not known, taken as full)."""
-        s = self.settings
+        s = self.rule
         g = float(gets)
         self.gets = g if self.gets is None else (1 - s.gets_smoothing) * self.gets + s.gets_smoothing * g
         if s.gets_floor_smoothing is not None:
@@ -245,6 +249,7 @@ class MRCDecider:
         full), then the fill cap (``fill_headroom``): what the ``mrc`` controller and the env's anchor both
         call, so they read it alike. The rule itself reasons from the size it chose, not the capped one."""
         self._last_snap = snap
+        self._at_interval(float(snap.interval_s))
         self._seen += 1
         if self.fill is None:
             return self._take_start(self._choose_knobs(curves, prices, self.decide(
@@ -257,10 +262,10 @@ class MRCDecider:
         # one interval, and the rule cannot move on evidence before a target has won `confirm` intervals anyway
         if self._start_used is None and not snap.stale:
             self._start_used = float(snap.used_memory)
-        self._was_ready = self._was_ready or (curves is not None and curves.ready(self.settings.min_weight)
-                                              and self._seen >= self.settings.confirm)
+        self._was_ready = self._was_ready or (curves is not None and curves.ready(self.rule.min_weight)
+                                              and self._seen >= self.rule.confirm)
         # free_shrink_full_at_size: the evidence counts a cache full at the chosen size, not one evicting behind a smaller limit
-        at_size = not (self.settings.free_shrink_full_at_size and 0 < snap.maxmemory < FULL_SHARE * cur.maxmemory)
+        at_size = not (self.rule.free_shrink_full_at_size and 0 < snap.maxmemory < FULL_SHARE * cur.maxmemory)
         nxt = self._take_start(self._choose_knobs(curves, prices, self.decide(
             curves, prices, snap.gets, cur, space, snap.gets - snap.hits, full=full and at_size), space), cur, space)
         if nxt == cur and full:
@@ -269,16 +274,26 @@ class MRCDecider:
             nxt = self._cold_memory_bound(snap, prices, nxt, space)
         return self.fill.apply(nxt, snap, space, prices, in_force=in_force)
 
+    def _at_interval(self, interval_s: float) -> None:
+        """Run on ``settings`` scaled to decisions ``interval_s`` apart (``reference_interval_s``), the fill cap's
+        horizon (``payback_intervals``) with them. A stale snapshot's interval (0) keeps the scaling in force."""
+        if interval_s <= 0 or interval_s == self._interval_s:
+            return
+        self._interval_s = interval_s
+        self.rule = self.settings.scaled_to(interval_s)
+        if self.fill is not None and self.rule.fill_amortized:
+            self.fill.horizon_intervals = float(self.rule.payback_intervals)
+
     def _knobs_on(self, curves: MissRatioCurves | None, prices: Prices) -> bool:
         """Whether the knob rule chooses the policy and its knobs (``knobs``, a budget, curves with knob points)."""
-        return bool(self.settings.knobs and prices.budget_bytes is not None and curves is not None and curves.knobs)
+        return bool(self.rule.knobs and prices.budget_bytes is not None and curves is not None and curves.knobs)
 
     def _choose_knobs(self, curves: MissRatioCurves | None, prices: Prices, nxt: RedisConfig,
                       space: ConfigSpace) -> RedisConfig:
         """``nxt`` with the (policy, knobs) arm :class:`~cachetuner.mrc.knobs.KnobChooser` picks, when on."""
         if not self._knobs_on(curves, prices):
             return nxt
-        s = self.settings
+        s = self.rule
         policies = space.policies if s.change_policy else (nxt.maxmemory_policy,)
         sustained = s.policy_sustained_gain if s.policy_sustained_gain is not None else s.policy_min_gain
         return self.knob_chooser.choose(curves, nxt, tuple(policies), min_weight=s.min_weight,
@@ -297,7 +312,7 @@ class MRCDecider:
         cold phase's hits and misses. Only under ``allkeys-*`` policies (the fill cap's condition), with priced
         memory, and once the cold phase has seen ``min_weight`` GETs. A stale snapshot (live path: the last
         known values again) is neither counted nor acted on."""
-        s = self.settings
+        s = self.rule
         if snap.stale:
             return nxt
         self._cold_hits += max(float(snap.hits), 0.0)
@@ -317,7 +332,7 @@ class MRCDecider:
         on, with the fill cap, under an ``allkeys-*`` policy (the cap's condition), the curves never ready since
         the reset (or within ``cold_growth_intervals`` of a cold reset: curves that watched history are not young),
         and the interval's hits worth at least the memory held. Else ``cur``."""
-        s = self.settings
+        s = self.rule
         late = self._was_ready and not self._young_window()
         if (not s.cold_growth or self.fill is None or late or not cur.maxmemory_policy.startswith("allkeys-")
                 or snap.hits * prices.miss < prices.memory_cost(cur.maxmemory)):
@@ -330,7 +345,7 @@ class MRCDecider:
         """Whether growing a cache of ``size`` to the largest size risks at most ``free_growth`` (``cold_free_growth``
         until the curves are first ready) of the misses' cost (see the settings); ``misses``: per interval (default:
         the smoothed ones)."""
-        s = self.settings
+        s = self.rule
         share = s.free_growth
         if s.cold_free_growth is not None and self.fill is not None and not self._was_ready:
             share = max(share, s.cold_free_growth)  # no evidence yet: a bounded bet (see cold_free_growth)
@@ -344,7 +359,7 @@ class MRCDecider:
     def _regrows(self, prices: Prices, size: int, space: ConfigSpace) -> bool:
         """``regrow_guard``: whether free growth would grow a cache of ``size`` straight back at the usual miss
         level (the larger of the smoothed misses and their mean since the reset)."""
-        if not self.settings.regrow_guard or self.misses is None or not self._miss_n:
+        if not self.rule.regrow_guard or self.misses is None or not self._miss_n:
             return False
         usual = max(self.misses, self._miss_sum / self._miss_n)
         return self._free_growth(prices, int(size), space, misses=usual)
@@ -360,7 +375,7 @@ class MRCDecider:
             if full:
                 self._held_hits, self._held_n, self._held_gets = max(hits, 0.0), 1, max(gets, 0.0)
             return
-        a = max(self.settings.gets_smoothing, 1.0 / (self._held_n + 1))  # a plain mean until the EWMA has history
+        a = max(self.rule.gets_smoothing, 1.0 / (self._held_n + 1))  # a plain mean until the EWMA has history
         self._held_hits = (1 - a) * self._held_hits + a * max(hits, 0.0)
         self._held_n += 1
         self._held_gets += max(gets, 0.0)
@@ -371,7 +386,7 @@ class MRCDecider:
         hits nothing has the miss latency's p95). None when the rule is off or those hits are not measured yet
         (``confirm`` full intervals at ``cur``, and ``free_shrink_min_intervals`` when set, with ``free_shrink_min_gets``
         GETs served in them)."""
-        s = self.settings
+        s = self.rule
         if s.free_shrink is None or self._held != (cur.maxmemory, cur.maxmemory_policy) or self._held_n < s.confirm:
             return None
         if s.free_shrink_min_intervals is not None and self._held_n < s.free_shrink_min_intervals:
@@ -393,7 +408,7 @@ class MRCDecider:
         bound holds whatever the smaller cache hits, so it needs no prediction; when the hits are worth little
         this steps down by 1.25x every ``confirm`` full intervals until the curves are ready."""
         per_byte = float(prices.memory_cost(1.0))
-        bound = self._free_shrink_bound(prices, cur) if self.settings.free_shrink_blind and per_byte > 0.0 else None
+        bound = self._free_shrink_bound(prices, cur) if self.rule.free_shrink_blind and per_byte > 0.0 else None
         if bound is None:
             return cur
         # every size up to cur - bound/per_byte meets the bound; take the largest that is also a move (the
@@ -406,13 +421,13 @@ class MRCDecider:
 
     def _shrink_band(self, prices: Prices) -> float | None:
         """``shrink_band_misses``: a shrink's band in cost, the GETs' share missing (None: off)."""
-        share = self.settings.shrink_band_misses
+        share = self.rule.shrink_band_misses
         return None if share is None else share * self.rate * prices.miss
 
     def _shrink_cap(self, prices: Prices, curves: MissRatioCurves, cur: RedisConfig) -> float | None:
         """``shrink_band_cap_misses``: the most a shrink's band may be, in cost (None: off, or not a scan by
         ``shrink_band_cap_hit_ratio``)."""
-        s = self.settings
+        s = self.rule
         if s.shrink_band_cap_misses is None:
             return None
         if s.shrink_band_cap_hit_ratio is not None:
@@ -454,7 +469,7 @@ class MRCDecider:
         read under the new policy's meaning of their lru bits: half the objects in the cache, each hit at the
         interval's hit ratio, one miss each; 0 when off, without a budget, without a policy change or metrics."""
         snap = self._last_snap
-        if (not self.settings.budget_switch_transient or prices.budget_bytes is None or policy == cur.maxmemory_policy
+        if (not self.rule.budget_switch_transient or prices.budget_bytes is None or policy == cur.maxmemory_policy
                 or snap is None or snap.stale or snap.gets <= 0):
             return 0.0
         objects = float(snap.keys) if snap.keys else 0.0
@@ -473,7 +488,7 @@ class MRCDecider:
         misses = max(self.rate * (1.0 - h_small), 1.0)
         fill_intervals = (big - small) / (misses * max(curves.object_bytes, 1.0))
         gain = max(h_big - h_small, 0.0) * self.rate * prices.miss
-        return 0.5 * gain * min(fill_intervals, self.settings.payback_intervals)
+        return 0.5 * gain * min(fill_intervals, self.rule.payback_intervals)
 
 
 __all__ = ["MRCControlSettings", "MRCDecider", "is_full"]

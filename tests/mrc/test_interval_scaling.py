@@ -1,0 +1,79 @@
+"""``reference_interval_s``: the rule's interval counts and the curves' sampling rate mean the same wall-clock time
+at any decision interval (they were all measured at 10 s)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachetuner.config import RedisConfig
+from cachetuner.env import CacheTuningEnv, EnvConfig, WorkloadSpec
+from cachetuner.metrics import MetricsSnapshot
+from cachetuner.mrc.decide import MRCDecider
+from cachetuner.mrc.rule_settings import MRCControlSettings
+from cachetuner.space import ConfigSpace
+
+MiB = 1 << 20
+SPACE = ConfigSpace(min_bytes=4 * MiB, max_bytes=1024 * MiB, policies=("allkeys-lru", "allkeys-lfu"), timeouts=(0,))
+
+
+def test_at_the_reference_interval_the_settings_are_as_given() -> None:
+    s = MRCControlSettings(reference_interval_s=10.0)
+    assert s.scaled_to(10.0) is s
+    assert s.scaled_to(10.3) is s  # a live interval a little long is the reference
+    off = MRCControlSettings()  # null: the counts as given at any interval
+    assert off.reference_interval_s is None and off.scaled_to(60.0) is off
+
+
+def test_at_60_s_the_counts_cover_the_same_wall_clock_time() -> None:
+    s = MRCControlSettings(reference_interval_s=10.0)
+    t = s.scaled_to(60.0)
+    assert (t.confirm, t.shrink_confirm, t.cold_growth_intervals, t.policy_patience, t.budget_quick_intervals) == (
+        1, 1, 2, 4, 5)  # 30 s, 80 s, 100 s, 240 s, 300 s: rounded, at least one interval
+    assert t.payback_intervals == pytest.approx(5.0)  # 300 s
+    # the same decay per second: six intervals of 10 s at 0.05 are one of 60 s
+    assert 1 - t.gets_smoothing == pytest.approx((1 - s.gets_smoothing) ** 6)
+    assert s.gets_floor_smoothing is not None and t.gets_floor_smoothing is not None
+    assert 1 - t.gets_floor_smoothing == pytest.approx((1 - s.gets_floor_smoothing) ** 6)
+    # what is not counted in intervals is untouched: evidence in GETs, shares, the fill cap's headroom
+    assert (t.min_weight, t.shrink_min_weight, t.hysteresis, t.fill_headroom) == (
+        s.min_weight, s.shrink_min_weight, s.hysteresis, s.fill_headroom)
+    five = s.scaled_to(5.0)
+    assert (five.confirm, five.shrink_confirm, five.payback_intervals) == (6, 16, pytest.approx(60.0))
+    assert MRCControlSettings(budget_quick_intervals=0, reference_interval_s=10.0).scaled_to(60.0).budget_quick_intervals == 0  # off stays off
+
+
+def test_the_rule_scales_to_the_interval_it_is_given() -> None:
+    d = MRCDecider(MRCControlSettings(reference_interval_s=10.0))
+    cur = RedisConfig(maxmemory=64 * MiB, maxmemory_policy="allkeys-lru")
+    snap = MetricsSnapshot(interval_s=60, gets=6000, hits=3000, misses=3000, sets=3000, used_memory=20 * MiB,
+                           maxmemory=cur.maxmemory, keys=5000)
+    from cachetuner.mrc.cost import Prices
+
+    d.decide_after(snap, None, Prices(memory_per_gib_hour=1.0, miss=0.001, interval_s=60.0), cur, SPACE)
+    assert d.rule.confirm == 1 and d.rule.payback_intervals == pytest.approx(5.0)
+    assert d.fill is not None and d.fill.horizon_intervals == pytest.approx(5.0)  # the fill cap's amortisation too
+    assert d.settings.confirm == 3  # the settings as configured (what a checkpoint is keyed on)
+    stale = MetricsSnapshot(interval_s=0, stale=True)
+    d.decide_after(stale, None, Prices(memory_per_gib_hour=1.0, miss=0.001, interval_s=60.0), cur, SPACE)
+    assert d.rule.confirm == 1  # a stale reading says nothing about the interval
+
+
+@pytest.mark.parametrize(("reference", "ratio"), [(10.0, 1.0), (None, 6.0)])
+def test_the_curves_sample_as_many_requests_a_second_at_any_interval(reference: float | None, ratio: float) -> None:
+    def base_rate(interval_s: float) -> float:
+        cfg = EnvConfig.model_validate({
+            "workloads": [WorkloadSpec(trace="synthetic:zipf", rate=100, params={"n_requests": 20000, "n_keys": 50000})],
+            "interval_s": interval_s, "episode_intervals": 2, "warmup_intervals": 0,
+            "mrc": {"n_sizes": 8, "min_keys": 0, "reference_interval_s": reference},
+        })
+        env = CacheTuningEnv(cfg)
+        try:
+            env.reset(seed=0)
+            assert env.mrc is not None
+            return env.mrc.base_rate
+        finally:
+            env.close()
+
+    # 100 req/s: 100 sampled requests per 10 s need a 10 % rate; counted per 60 s interval, a sixth of it
+    assert base_rate(10.0) == pytest.approx(0.1, rel=0.01)  # the trace measures a little over 100 req/s
+    assert base_rate(10.0) / base_rate(60.0) == pytest.approx(ratio)
