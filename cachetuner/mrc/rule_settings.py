@@ -285,8 +285,9 @@ class MRCControlSettings(BaseModel):
         "as much (the default suite: 15.0 % mean regret at 60 s against 0.1-0.3 % at 10 s; four long traces at 60 s: "
         "2.5 % -> 1.2 % with the counts scaled, 1.4 % at 10 s; docs/control.md). fill_headroom stays in intervals: it "
         "covers the inserts until the next decision. Within 5 % of the reference (a live interval of 10.02 s) the "
-        "counts are as given. null = as given at any interval (the default until the rule pre-registered in "
-        "docs/control.md decides)"
+        "counts are as given. Not adopted by the rule written before interval audits 1-4 ran (2026-12-07): on their 76 "
+        "fresh cells at 30-60 s the mean fell 2.49 -> 1.85 %, but 25 cells were dearer, one by 26 pp, and the 95 % "
+        "interval of the difference reached +0.87 pp (docs/control.md). null = as given at any interval"
     )
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
