@@ -50,8 +50,9 @@ class MRCConfig(BaseModel):
         None, gt=0, description="the interval min_sampled_per_interval counts (10 s, where every measurement was made): "
         "the base rate then gives the same sampled requests per second at any interval, so the curves gather evidence "
         "as fast in wall time at 60 s as at 10 s (counted per interval, a 60 s interval sampled a sixth of the rate and "
-        "the rule's evidence gates took six times as long). Tested with the rule's reference_interval_s and "
-        "not adopted (docs/control.md). null = per interval, whatever its length"
+        "the rule's evidence gates took six times as long). Not adopted, twice, by rules written before "
+        "fresh interval audits ran: with the rule's reference_interval_s (mean lower, swings too wide) and alone "
+        "(dearer: 2.73 -> 3.02 %; docs/control.md). null = per interval, whatever its length"
     )
     half_life_gets: float = Field(
         1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"
