@@ -46,7 +46,7 @@ from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import CacheTunerError, ConfigError
 from cachetuner.evaluation.episode import context_from_env
 from cachetuner.metrics import MetricsSnapshot
-from cachetuner.mrc.rule_settings import MRCControlSettings
+from cachetuner.mrc.rule_settings import MEASURED_INTERVAL_S, MRCControlSettings, same_interval
 from cachetuner.traces.trace import Trace
 from cachetuner.yamlconfig import validate
 
@@ -364,10 +364,6 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
                             history=history, history_rate=cfg.policy.history_sample_rate, checkpoint=checkpoint)
 
 
-#: the decision interval every measurement of the mrc rule and the shipped policy was made at
-MEASURED_INTERVAL_S = 10.0
-
-
 def _warn_interval(name: str, controller: Any, env_cfg: EnvConfig, interval_s: float) -> None:
     """Warn once when the decider is the ``mrc`` rule (or a policy anchored on it) and ``interval_s`` is not the 10 s
     it was measured at, unless its counts are scaled (``reference_interval_s``): they count intervals, so at 60 s it
@@ -379,7 +375,7 @@ def _warn_interval(name: str, controller: Any, env_cfg: EnvConfig, interval_s: f
         rule = env_cfg.mrc.anchor or MRCControlSettings()
     else:
         return
-    if rule.reference_interval_s is not None or abs(interval_s / MEASURED_INTERVAL_S - 1.0) <= 0.05:
+    if rule.reference_interval_s is not None or same_interval(interval_s, MEASURED_INTERVAL_S):
         return
     log.warning("%s at interval_s=%gs: its rule was measured at %gs decisions and counts intervals (confirmations, "
                 "payback, smoothing), so it reacts %.1fx %s in wall time; on the eight interval audits at 30-60 s it read "

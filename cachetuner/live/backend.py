@@ -39,7 +39,7 @@ from cachetuner.errors import ServiceError
 from cachetuner.live import sampling
 from cachetuner.live.resp import redis_client
 from cachetuner.live.stack import SCRAPE_INTERVAL_S
-from cachetuner.live.stream_tail import StreamTail
+from cachetuner.live.stream_tail import StreamTail, count_reads
 from cachetuner.metrics import LATENCY_BUCKETS_S, MetricsSnapshot, TenantMetrics, histogram_quantile
 
 #: Default cost of one backend (inference) call, as the simulator's ``CostParams.miss_cost``.
@@ -255,9 +255,6 @@ class LiveRedisBackend:
             }
             if any(v is None for v in core.values()):
                 return self._stale(snap, "no samples for " + ", ".join(k for k, v in core.items() if v is None))
-            own_hits, own_misses = self._own_reads(start, end)
-            snap.hits = max(int(core["hits"]) - own_hits, 0)  # type: ignore[arg-type]
-            snap.misses = max(int(core["misses"]) - own_misses, 0)  # type: ignore[arg-type]
             snap.used_memory, snap.maxmemory = int(core["used_memory"]), int(core["maxmemory"])  # type: ignore[arg-type]
             opt = {
                 "evictions": _delta("redis_evicted_keys_total", sel, w),
@@ -277,13 +274,17 @@ class LiveRedisBackend:
             raw = {field: self._scalar(q, at) for field, q in opt.items()}
             for field, v in raw.items():
                 setattr(snap, field, int(v) if v is not None else 0)
-            if raw["gets"]:
-                # the replayer's GETs: their hits and misses from its own counters, scraped with them. The server's,
-                # scraped by the exporter at another instant of the same second, read up to 1 % more hits than GETs
-                # at 500 req/s (a 10 s daemon's hit ratios of 1.011)
-                client = [self._scalar(_delta(f"cachetuner_{m}_total", "", w), at) for m in ("hits", "misses")]
-                if client[0] is not None and client[1] is not None:
-                    snap.hits, snap.misses = int(client[0]), int(client[1])
+            # the replayer's GETs: their hits and misses from its own counters, scraped with them. The server's,
+            # scraped by the exporter at another instant of the same second, read up to 1 % more hits than GETs at
+            # 500 req/s (a 10 s daemon's hit ratios of 1.011); without a replayer, the server's less our own reads
+            client = ([self._scalar(_delta(f"cachetuner_{m}_total", "", w), at) for m in ("hits", "misses")]
+                      if raw["gets"] else [None, None])
+            if client[0] is not None and client[1] is not None:
+                snap.hits, snap.misses = int(client[0]), int(client[1])
+            else:
+                own_hits, own_misses = self._own_reads(start, end)
+                snap.hits = max(int(core["hits"]) - own_hits, 0)  # type: ignore[arg-type]
+                snap.misses = max(int(core["misses"]) - own_misses, 0)  # type: ignore[arg-type]
             if snap.gets == 0:
                 snap.gets = snap.hits + snap.misses  # no replayer: the server's view of reads
             if snap.requests == 0:
@@ -306,8 +307,7 @@ class LiveRedisBackend:
         read returned; the server's counters are read at the last scrape before each boundary (up to
         ``SCRAPE_INTERVAL_S`` earlier), so a poll or two near a boundary may be taken from the neighbouring
         interval (the sum over intervals is kept)."""
-        hits = sum(1 for t, hit in self._direct_reads if start <= t < end and hit)
-        misses = sum(1 for t, hit in self._direct_reads if start <= t < end and not hit)
+        hits, misses = count_reads(self._direct_reads, start, end)
         if self._tail is not None:
             h, m = self._tail.own_reads(start, end)
             hits, misses = hits + h, misses + m

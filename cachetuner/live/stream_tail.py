@@ -21,9 +21,19 @@ import contextlib
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 from cachetuner.live.resp import redis_client
+
+
+def count_reads(reads: Iterable[tuple[float, bool]], start_s: float, end_s: float) -> tuple[int, int]:
+    """Of ``(time, a keyspace hit)`` reads, the (hits, misses) whose time lies in ``[start_s, end_s)``."""
+    hits = misses = 0
+    for t, hit in reads:
+        if start_s <= t < end_s:
+            hits, misses = (hits + 1, misses) if hit else (hits, misses + 1)
+    return hits, misses
 
 
 def _ms(entry_id: Any) -> int:
@@ -85,9 +95,7 @@ class StreamTail:
         stream (a miss). After them an empty poll is taken as a hit: the stream is gone only between an eviction
         and the next XADD (an approximation; an ``EXISTS`` to tell would itself be counted)."""
         with self._lock:
-            hits = sum(1 for t, hit in self._reads if start_s <= t < end_s and hit)
-            total = sum(1 for t, _ in self._reads if start_s <= t < end_s)
-        return hits, total - hits
+            return count_reads(self._reads, start_s, end_s)
 
     def close(self) -> None:
         self._stop.set()
@@ -96,4 +104,4 @@ class StreamTail:
             self._r.close()
 
 
-__all__ = ["StreamTail"]
+__all__ = ["StreamTail", "count_reads"]

@@ -300,7 +300,7 @@ class MRCControlSettings(BaseModel):
         """These settings for decisions ``interval_s`` apart (see ``reference_interval_s``); ``self`` when they need
         no scaling."""
         ref = self.reference_interval_s
-        if ref is None or interval_s <= 0 or abs(interval_s / ref - 1.0) <= _SAME_INTERVAL:
+        if ref is None or interval_s <= 0 or same_interval(interval_s, ref):
             return self
         k = ref / interval_s
 
@@ -324,4 +324,13 @@ class MRCControlSettings(BaseModel):
 #: intervals within this share of ``reference_interval_s`` count as the reference (no scaling)
 _SAME_INTERVAL = 0.05
 
-__all__ = ["MRCControlSettings"]
+#: the decision interval every measurement of the rule (and of the shipped policy around it) was made at
+MEASURED_INTERVAL_S = 10.0
+
+
+def same_interval(interval_s: float, reference_s: float) -> bool:
+    """Whether decisions ``interval_s`` apart count as ``reference_s`` apart (within 5 %: a live interval of 10.02 s)."""
+    return abs(interval_s / reference_s - 1.0) <= _SAME_INTERVAL
+
+
+__all__ = ["MEASURED_INTERVAL_S", "MRCControlSettings", "same_interval"]
