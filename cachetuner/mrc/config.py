@@ -75,6 +75,13 @@ class MRCConfig(BaseModel):
         0.15, gt=0, le=1, description="restart the window when the short and long windows' hit ratios differ by "
         "more than this on average over the sizes (null: one window, no shift test)"
     )
+    short_window_min_requests: float | None = Field(
+        None, gt=0, description="a floor, in requests of the stream, under the shift test's short window: a slow "
+        "stream's raised base rate (min_sampled_per_interval) counts every request as a sampled GET, so the short "
+        "window's 375 span 37 s at 10 req/s, a trace's phases of a minute read as shifts, and each restarts the long "
+        "window (orm-night at 10 req/s: a restart every ~30 intervals, and shrinks after them that dropped warm "
+        "data). Candidate, pre-registered in docs/control.md; null = counted in sampled GETs alone, as shipped"
+    )
     shift_min_evidence: float = Field(
         300.0, ge=0, description="expected sampled GETs both windows need at a size before it enters the shift test"
     )

@@ -155,6 +155,15 @@ class MRCEstimator:
         return {m.size: m.rate for m in self._minis if m.policy == self.cfg.policies[0] and m.variant is None}
 
     @property
+    def short_half_life(self) -> float:
+        """The shift test's short window's half-life, in sampled GETs at the base rate: ``short_half_life_share`` of
+        ``half_life_gets``, or more where ``short_window_min_requests`` of the stream's requests come to more sampled
+        GETs (a slow stream sampled at a raised rate), but never longer than the long window's."""
+        h = self.cfg.half_life_gets * self.cfg.short_half_life_share
+        floor = self.cfg.short_window_min_requests
+        return h if floor is None else max(h, min(self.base_rate * floor, self.half_life))
+
+    @property
     def half_life(self) -> float:
         """The long window's half-life now, in sampled GETs at the base rate (it grows with the regime's
         age when ``half_life_growth`` is set, and drops back when the shift test restarts the window)."""
@@ -187,7 +196,7 @@ class MRCEstimator:
             total_get_bytes = int(sizes[is_get].sum())
         seen = total_gets if total_gets is not None else int(np.count_nonzero(is_get)) / max(sample.rate, 1e-9)
         step = self.base_rate * seen  # sampled-GET equivalents this interval
-        d_short = 0.5 ** (step / self.cfg.half_life_gets / self.cfg.short_half_life_share)
+        d_short = 0.5 ** (step / self.short_half_life)
         self._regime_gets += step
         d = 0.5 ** (step / self.half_life)
         for m in self._minis:

@@ -840,3 +840,38 @@ def test_shrink_band_cap_narrows_the_band_of_a_scan_only() -> None:
     flat = np.full(8, 0.3)
     assert _shrunk_to(flat, 144_000.0, shrink_band_cap_misses=0.01) == 64 << 20
     assert _shrunk_to(flat, 144_000.0, shrink_band_cap_misses=0.01, shrink_band_cap_hit_ratio=None) < 64 << 20
+
+
+def _phases_trace(n_phases: int = 40, phase: int = 600, tail: int = 30000):
+    """Short phases alternating between a uniform spread over 20,000 keys and a Zipf hot set (a slow stream's
+    few minutes each), then one long Zipf regime."""
+    from cachetuner.traces.trace import Trace
+
+    rng = np.random.default_rng(2)
+    parts = [rng.integers(0, 20000, phase) if i % 2 == 0 else rng.zipf(1.3, phase) % 20000 for i in range(n_phases)]
+    keys = np.concatenate([*parts, rng.zipf(1.3, tail) % 20000]).astype(np.int64)
+    n = len(keys)
+    return Trace(name="phases", timestamps=np.arange(n, dtype=float), keys=keys, sizes=np.full(n, 1000, np.int64),
+                 ops=np.zeros(n, np.uint8), ttls=np.zeros(n), n_keys=20000, key_bytes=np.full(20000, 16, np.int64),
+                 read_only=True)
+
+
+def test_a_floor_in_requests_keeps_short_phases_of_a_slow_stream_from_restarting_the_window() -> None:
+    """``short_window_min_requests``: a slow stream sampled in full counts every request as a sampled GET, so the
+    shift test's short window spans few requests, each short phase reads as a shift, and every restart cuts the long
+    window back to its shortest. The floor lengthens the short window to that many requests (never past the long
+    one): the long window grows with its regime, and a lasting regime change is still detected. A fast stream's
+    sample is left alone."""
+    tr = _phases_trace()
+    base = {"half_life_gets": 400, "rate": 1.0, "half_life_growth": 0.5, "half_life_growth_after": 1}
+    plain, floored = _regime_estimator(tr, **base), _regime_estimator(tr, **base, short_window_min_requests=1000)
+    assert plain.short_half_life == 100 and floored.short_half_life == 400  # capped by the long window at first
+    for est in (plain, floored):
+        _feed(est, _cut(tr, 0, 40 * 600), chunk=300)
+    assert plain.shifts >= 10 and floored.shifts == 0, (plain.shifts, floored.shifts)
+    assert floored.short_half_life == 1000 and floored.half_life > 20 * plain.half_life
+    _feed(floored, _cut(tr, 40 * 600, len(tr)), chunk=300)
+    assert floored.shifts >= 1  # the lasting regime is a shift all the same
+    fast = _regime_estimator(tr, **base, short_window_min_requests=1000)
+    fast_cfg = fast.cfg.model_copy(update={"rate": 0.05})
+    assert MRCEstimator(fast_cfg, (2 << 20, 24 << 20), n_keys_hint=tr.n_keys).short_half_life == 100  # 50 < 100
