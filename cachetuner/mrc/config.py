@@ -50,9 +50,10 @@ class MRCConfig(BaseModel):
         None, gt=0, description="the interval min_sampled_per_interval counts (10 s, where every measurement was made): "
         "the base rate then gives the same sampled requests per second at any interval, so the curves gather evidence "
         "as fast in wall time at 60 s as at 10 s (counted per interval, a 60 s interval sampled a sixth of the rate and "
-        "the rule's evidence gates took six times as long). Not adopted, twice, by rules written before "
-        "fresh interval audits ran: with the rule's reference_interval_s (mean lower, swings too wide) and alone "
-        "(dearer: 2.73 -> 3.02 %; docs/control.md). null = per interval, whatever its length"
+        "the rule's evidence gates took six times as long). Not adopted, three times, by rules written before "
+        "fresh interval audits ran: with the rule's reference_interval_s (mean lower, swings too wide), alone "
+        "(dearer: 2.73 -> 3.02 %) and with both the rule's and short_window_min_requests (mean lower, swings too wide; "
+        "docs/control.md). null = per interval, whatever its length"
     )
     half_life_gets: float = Field(
         1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"
@@ -80,7 +81,7 @@ class MRCConfig(BaseModel):
         "stream's raised base rate (min_sampled_per_interval) counts every request as a sampled GET, so the short "
         "window's 375 span 37 s at 10 req/s, a trace's phases of a minute read as shifts, and each restarts the long "
         "window (orm-night at 10 req/s: a restart every ~30 intervals, and shrinks after them that dropped warm "
-        "data). Candidate, pre-registered in docs/control.md; null = counted in sampled GETs alone, as shipped"
+        "data; at 10 s there +29 % over best-static, 0.4 % with it). Never longer than the long window. Not adopted with reference_interval_s 10 by the rule written before audits 48-51 and interval audits 9-12 ran (2026-12-07): at 10 s a little dearer (0.65 -> 0.71 %), at 30-60 s cheaper on the mean with wide swings (docs/control.md). null = counted in sampled GETs alone"
     )
     shift_min_evidence: float = Field(
         300.0, ge=0, description="expected sampled GETs both windows need at a size before it enters the shift test"
