@@ -143,6 +143,29 @@ def test_compare_command_prints_json_or_a_table_and_logs_to_mlflow(tmp_path: Pat
     p = run("--base", str(base), "--candidate", str(tmp_path / "nope.json"))
     err = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert p.returncode == 2 and len(err) == 1 and "nope.json: no such file" in err[0]
+    p = run("--base", str(base), "--candidate", str(cand), "--ci-upper", "0.25", "--json")
+    assert p.returncode == 0, p.stderr
+    ppo = json.loads(p.stdout)["tuners"]["ppo"]
+    assert "a_ci_upper_within" in ppo["rule"] and json.loads(p.stdout)["rule"]["ci_upper_pp"] == 0.25
+    p = run("--base", str(base), "--candidate", str(cand), "--ci-upper", "inf")
+    err = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2 and len(err) == 1 and "--ci-upper: must be a finite number" in err[0]
+
+
+def test_a_bound_on_the_intervals_upper_end_refuses_a_mean_that_rests_on_one_cell(tmp_path: Path) -> None:
+    """The rules since 2026-12-07 ask (a) for the upper end of d's 95 % interval too: a candidate much cheaper in one
+    cell and a little dearer in two has a negative mean, and an interval that reaches far above 0."""
+    base = _write(tmp_path / "base.json", _result("audit-x", BASE_COST, references=True))
+    cand = _write(tmp_path / "cand.json", _result("audit-x", _candidate(b=16.0, c=5.15, d=8.5), references=False))
+    plain = compare_results([base], [cand], tuners=["ppo"])["tuners"]["ppo"]
+    assert plain["mean_diff"] < 0 and plain["meets_rule"] and "a_ci_upper_within" not in plain["rule"]
+    assert plain["ci"][1] > 0.0025
+    bounded = compare_results([base], [cand], tuners=["ppo"], ci_upper_pp=0.25)
+    ppo = bounded["tuners"]["ppo"]
+    assert ppo["rule"]["a_mean_diff_at_most_0"] and not ppo["rule"]["a_ci_upper_within"] and not ppo["meets_rule"]
+    assert bounded["rule"]["ci_upper_pp"] == 0.25
+    loose = compare_results([base], [cand], tuners=["ppo"], ci_upper_pp=100 * plain["ci"][1] + 0.01)["tuners"]["ppo"]
+    assert loose["rule"]["a_ci_upper_within"] and loose["meets_rule"]
 
 
 def test_overrides_set_one_field_and_name_a_bad_path_in_one_line() -> None:

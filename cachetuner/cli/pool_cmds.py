@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -63,6 +64,9 @@ def compare_cmd(
                                                 "may be costlier than static-default")] = 0,
     worst_slack: Annotated[float, typer.Option("--worst-slack", min=0.0, help="the rule's (c): how much higher the "
                                                "worst cell's regret may be, in pp")] = 1.0,
+    ci_upper: Annotated[float | None, typer.Option("--ci-upper", help="the rule's (a) also asks the upper end of d's "
+                                                   "95 % t-interval to be at most this, in pp (the rules since "
+                                                   "2026-12-07: 0.25); omitted: the mean alone")] = None,
     json_out: JsonOpt = False,
     tracking_uri: Annotated[str | None, typer.Option(
         "--tracking-uri", help="MLflow store (default: MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)")] = None,
@@ -72,7 +76,8 @@ def compare_cmd(
     Pairs each cell of the candidate runs with the same cell (suite, trace, prices, seed, key draw) of the base runs,
     prices both costs against the base run's best hindsight cost, and gives per controller: mean regret before and
     after, the mean difference d with its 95 % CI, cells cheaper / dearer / the same, cells costlier than
-    static-default, over 5 % and the worst, every changed cell, and the rule (docs/control.md): (a) mean d <= 0, (b)
+    static-default, over 5 % and the worst, every changed cell, and the rule (docs/control.md): (a) mean d <= 0 (and
+    its CI's upper end <= --ci-upper pp when given), (b)
     no more cells costlier than static-default, (c) the worst cell at most --worst-slack pp higher, (d) some cell
     changed. Logs the JSON and a plot to MLflow."""
     from cachetuner.errors import ConfigError
@@ -81,7 +86,10 @@ def compare_cmd(
     names = None if tuners is None else [t.strip() for t in tuners.split(",") if t.strip()]
     if names == []:
         raise ConfigError("--tuners: give at least one controller name (omit --tuners for every online controller)")
-    res = compare_results(base, candidate, tuners=names, costlier_slack=costlier_slack, worst_slack_pp=worst_slack)
+    if ci_upper is not None and not math.isfinite(ci_upper):
+        raise ConfigError(f"--ci-upper: must be a finite number of pp, got {ci_upper}")
+    res = compare_results(base, candidate, tuners=names, costlier_slack=costlier_slack, worst_slack_pp=worst_slack,
+                          ci_upper_pp=ci_upper)
     res["mlflow_run_id"] = log_compare(res, tracking_uri)
     if json_out:
         emit_json(res)

@@ -2,8 +2,8 @@
 cell by cell, over the same suite cells, judged by a rule written down before the runs.
 
 Why a command: every change to ``mrc`` or to the shipped policy's anchor is adopted only by a rule fixed before fresh
-suites run (docs/control.md): d = regret with − regret without per cell, adopted if (a) the mean of d is at most 0,
-(b) no more cells are costlier than static-default, (c) the worst cell's regret is at most 1 pp higher, (d) some cell
+suites run (docs/control.md): d = regret with − regret without per cell, adopted if (a) the mean of d is at most 0
+(and, where the rule says so, the upper end of its 95 % t-interval at most a bound: ``ci_upper_pp``), (b) no more cells are costlier than static-default, (c) the worst cell's regret is at most 1 pp higher, (d) some cell
 changed (a fresh draw that never exercises a change adopts nothing). Until now each
 session computed that with a script of its own around ``suite_cell``, and one such script set a candidate in the
 training env's anchor instead of the evaluation anchor, so its policy arm silently equalled the policy as it ships.
@@ -63,11 +63,14 @@ def _cells(paths: list[Path], role: str) -> tuple[dict[tuple[Any, ...], dict[str
 
 
 def compare_results(bases: list[Path], candidates: list[Path], *, tuners: list[str] | None = None,
-                    costlier_slack: int = COSTLIER_SLACK, worst_slack_pp: float = WORST_SLACK_PP) -> dict[str, Any]:
+                    costlier_slack: int = COSTLIER_SLACK, worst_slack_pp: float = WORST_SLACK_PP,
+                    ci_upper_pp: float | None = None) -> dict[str, Any]:
     """Each controller of the candidate runs (or ``tuners``) against itself in the base runs, over the cells the
     candidates ran (every one must be in a base run; several suites pool, matched by suite name): per controller the
     mean regret before / after, d's mean and t interval, cells cheaper / dearer / the same, costlier than
-    static-default, over 5 %, the worst cell, every changed cell, and the rule's verdict."""
+    static-default, over 5 %, the worst cell, every changed cell, and the rule's verdict. ``ci_upper_pp``: the rule's
+    (a) also asks the upper end of d's 95 % t-interval to be at most this (pp; the rules since 2026-12-07 say
+    +0.25); None: the mean alone, as the earlier rules said."""
     base, base_over = _cells(bases, "base")
     cand, cand_over = _cells(candidates, "candidate")
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
@@ -93,17 +96,18 @@ def compare_results(bases: list[Path], candidates: list[Path], *, tuners: list[s
                               "prices, not only a controller")
         if "static-default" not in b["tuners"]:
             raise ConfigError(f"base cell {b['trace']} / {b['prices']} has no static-default (the rule's (b))")
-    per = {t: _compare_one(t, pairs, costlier_slack, worst_slack_pp) for t in names}
+    per = {t: _compare_one(t, pairs, costlier_slack, worst_slack_pp, ci_upper_pp) for t in names}
     suites = list(dict.fromkeys(k[0] for k in cand))
     over = list(dict.fromkeys(o for v in cand_over.values() for o in v))
     return {"bases": [str(p) for p in bases], "candidates": [str(p) for p in candidates], "suites": suites,
             "overrides": {"base": base_over, "candidate": cand_over, "candidate_all": over},
             "cells": len(pairs), "base_cells_not_compared": len(base) - len(pairs),
-            "rule": {"costlier_slack": costlier_slack, "worst_slack_pp": worst_slack_pp}, "tuners": per}
+            "rule": {"costlier_slack": costlier_slack, "worst_slack_pp": worst_slack_pp, "ci_upper_pp": ci_upper_pp},
+            "tuners": per}
 
 
 def _compare_one(t: str, pairs: list[tuple[dict[str, Any], dict[str, Any]]], costlier_slack: int,
-                 worst_slack_pp: float) -> dict[str, Any]:
+                 worst_slack_pp: float, ci_upper_pp: float | None = None) -> dict[str, Any]:
     before, after, changed = [], [], []
     costlier = [0, 0]
     counts = {"cheaper": 0, "dearer": 0, "same": 0}
@@ -128,6 +132,7 @@ def _compare_one(t: str, pairs: list[tuple[dict[str, Any], dict[str, Any]]], cos
     worst = (max(before), max(after))
     checks = {
         "a_mean_diff_at_most_0": mean_d <= 0.0,
+        **({} if ci_upper_pp is None else {"a_ci_upper_within": ci is not None and ci[1] <= ci_upper_pp / 100.0}),
         "b_costlier_not_more": costlier[1] <= costlier[0] + costlier_slack,
         "c_worst_within_slack": worst[1] <= worst[0] + worst_slack_pp / 100.0,
         "d_some_cell_changed": bool(changed),
@@ -147,8 +152,9 @@ def compare_table(res: dict[str, Any]) -> Table:
     """One row per controller: the rule's figures, before → after."""
     over = " ".join(res["overrides"]["candidate_all"]) or "none"
     tab = Table(title=f"{', '.join(res['suites'])}: candidate ({over}) against base, {res['cells']} cells")
+    checks = "a, a's CI bound, b, c, d" if res["rule"].get("ci_upper_pp") is not None else "a, b, c, d"
     for col in ("controller", "mean regret", "mean d (95 % CI)", "cheaper / dearer / same", "costlier than default",
-                "over 5 %", "worst", "rule (a, b, c, d)"):
+                "over 5 %", "worst", f"rule ({checks})"):
         tab.add_column(col)
     for t, r in res["tuners"].items():
         ci = "" if r["ci"] is None else f" ({100 * r['ci'][0]:+.4f} to {100 * r['ci'][1]:+.4f})"
