@@ -3,7 +3,9 @@ drawn request rate, value-size model and, over 1M requests, prefix. Run from the
 ``python experiments/audit_draw.py`` reprints experiments/suite-audit.yaml's traces (seed 20261203),
 ``python experiments/audit_draw.py 20261204`` those of experiments/suite-audit-2.yaml. A second argument, the decision
 interval in seconds (default 10), draws rates whose episodes last 30-2,000 intervals of that length (the interval
-audits, experiments/suite-interval-audit-*.yaml); at 10 it draws exactly as before."""
+audits, experiments/suite-interval-audit-*.yaml); at 10 it draws exactly as before. A third and fourth argument, the
+shortest and longest episode in intervals (default 30 and 2,000), draw long episodes instead (the long audits,
+experiments/suite-long-audit-*.yaml: slow streams over hours, which the default range never draws at 10 s)."""
 import json
 import sys
 
@@ -11,6 +13,8 @@ import numpy as np
 
 rng = np.random.default_rng(int(sys.argv[1]) if len(sys.argv) > 1 else 20261203)
 INTERVAL = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
+SHORTEST = int(sys.argv[3]) if len(sys.argv) > 3 else 30
+LONGEST = int(sys.argv[4]) if len(sys.argv) > 4 else 2000
 S = "../shared/traces/"
 # (path, name, format, requests available, has real sizes)
 T = [(S + "cloudphysics/cloudPhysicsIO.csv", "cloudphysics", None, 113_872, True),
@@ -27,9 +31,9 @@ for path, name, fmt, n, real in T:
     if n > 1_000_000:
         limit = int(rng.choice([300_000, 1_000_000]))
     m = limit or n
-    ok = [r for r in RATES if 30 <= m / r / INTERVAL <= 2000]
+    ok = [r for r in RATES if SHORTEST <= m / r / INTERVAL <= LONGEST]
     if not ok:  # a short trace at a long interval (the LIRS traces at 30-60 s): left out, said in the output
-        print(f"  # {name}: no rate gives 30-2,000 intervals of {INTERVAL:g} s")
+        print(f"  # {name}: no rate gives {SHORTEST:,}-{LONGEST:,} intervals of {INTERVAL:g} s")
         continue
     rate = int(rng.choice(ok))
     sizes = ["fixed:4096", "llm", "lognormal:8192,1.0"] + (["real"] if real else [])
