@@ -81,7 +81,12 @@ class MRCConfig(BaseModel):
         "stream's raised base rate (min_sampled_per_interval) counts every request as a sampled GET, so the short "
         "window's 375 span 37 s at 10 req/s, a trace's phases of a minute read as shifts, and each restarts the long "
         "window (orm-night at 10 req/s: a restart every ~30 intervals, and shrinks after them that dropped warm "
-        "data; at 10 s there +29 % over best-static, 0.4 % with it). Never longer than the long window. Not adopted with reference_interval_s 10 by the rule written before audits 48-51 and interval audits 9-12 ran (2026-12-07): at 10 s a little dearer (0.65 -> 0.71 %), at 30-60 s cheaper on the mean with wide swings (docs/control.md). null = counted in sampled GETs alone"
+        "data; at 10 s there +29 % over best-static, 0.4 % with it). Never longer than the long window. Not adopted "
+        "with reference_interval_s 10 by the rule written before audits 48-51 and interval audits 9-12 ran "
+        "(2026-12-07): at 10 s a little dearer (0.65 -> 0.71 %), at 30-60 s cheaper on the mean with wide swings; and "
+        "not recommended for slow streams over hours by the rule of long audit 2, whose four changed cells all got "
+        "cheaper (mrc 2.71 -> 1.31 %) with an interval too wide for it (docs/control.md). null = counted in sampled "
+        "GETs alone"
     )
     shift_min_evidence: float = Field(
         300.0, ge=0, description="expected sampled GETs both windows need at a size before it enters the shift test"
