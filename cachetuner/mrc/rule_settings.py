@@ -287,7 +287,10 @@ class MRCControlSettings(BaseModel):
         "covers the inserts until the next decision. Within 5 % of the reference (a live interval of 10.02 s) the "
         "counts are as given. Not adopted by the rule written before interval audits 1-4 ran (2026-12-07): on their 76 "
         "fresh cells at 30-60 s the mean fell 2.49 -> 1.85 %, but 25 cells were dearer, one by 26 pp, and the 95 % "
-        "interval of the difference reached +0.87 pp; nor, with the curves' short window floored (mrc.short_window_min_requests), by the rule written before interval audits 9-12 ran: 2.90 -> 2.17 %, bound +0.87 pp again (docs/control.md). At 60 s that pair lowered all six suites' means it ran on (seen after the rule: no default changes on it), so a deployment deciding every 60 s may set both. null = as given at any interval"
+        "interval of the difference reached +0.87 pp; nor, with the curves' short window floored "
+        "(mrc.short_window_min_requests), by the rule written before interval audits 9-12 ran: 2.90 -> 2.17 %, bound "
+        "+0.87 pp again (docs/control.md). At 60 s that pair lowered the means of all six suites it ran on, a pattern "
+        "seen after the rule failed, so no default changes on it. null = as given at any interval"
     )
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "

@@ -3,8 +3,9 @@ cell by cell, over the same suite cells, judged by a rule written down before th
 
 Why a command: every change to ``mrc`` or to the shipped policy's anchor is adopted only by a rule fixed before fresh
 suites run (docs/control.md): d = regret with − regret without per cell, adopted if (a) the mean of d is at most 0
-(and, where the rule says so, the upper end of its 95 % t-interval at most a bound: ``ci_upper_pp``), (b) no more cells are costlier than static-default, (c) the worst cell's regret is at most 1 pp higher, (d) some cell
-changed (a fresh draw that never exercises a change adopts nothing). Until now each
+(and, where the rule says so, the upper end of its 95 % t-interval at most a bound: ``ci_upper_pp``), (b) no more
+cells are costlier than static-default, (c) the worst cell's regret is at most 1 pp higher, (d) some cell changed (a
+fresh draw that never exercises a change adopts nothing). Until now each
 session computed that with a script of its own around ``suite_cell``, and one such script set a candidate in the
 training env's anchor instead of the evaluation anchor, so its policy arm silently equalled the policy as it ships.
 Here the candidate runs through the product command (``evaluate --suite S --set PATH=VALUE --tuners ...``), its result
