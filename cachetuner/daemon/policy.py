@@ -380,8 +380,9 @@ def _warn_interval(name: str, controller: Any, env_cfg: EnvConfig, interval_s: f
     log.warning("%s at interval_s=%gs: its rule was measured at %gs decisions and counts intervals (confirmations, "
                 "payback, smoothing), so it reacts %.1fx %s in wall time; on twelve interval audits at 30-60 s it read "
                 "2.6-2.7 %% mean regret against about 0.6-0.9 %% at 10 s. At 60 s, reference_interval_s: 10 (rule and "
-                "curves) with mrc.short_window_min_requests: 3750 lowered all six 60 s suites' means, a pattern seen "
-                "after the rule that tested the pair failed (docs/control.md)", name, interval_s,
+                "curves) with the short window's floor (mrc.short_window_min_requests, the default since 2026-12-07) "
+                "lowered all six 60 s suites' means, a pattern seen after the rule that tested the pair failed "
+                "(docs/control.md)", name, interval_s,
                 MEASURED_INTERVAL_S, max(interval_s, MEASURED_INTERVAL_S) / min(interval_s, MEASURED_INTERVAL_S),
                 "slower" if interval_s > MEASURED_INTERVAL_S else "faster")
 

@@ -857,15 +857,17 @@ def _phases_trace(n_phases: int = 40, phase: int = 600, tail: int = 30000):
 
 
 def test_a_floor_in_requests_keeps_short_phases_of_a_slow_stream_from_restarting_the_window() -> None:
-    """``short_window_min_requests``: a slow stream sampled in full counts every request as a sampled GET, so the
+    """``short_window_min_requests`` (3,750 by default): a slow stream sampled in full counts every request as a sampled GET, so the
     shift test's short window spans few requests, each short phase reads as a shift, and every restart cuts the long
     window back to its shortest. The floor lengthens the short window to that many requests (never past the long
     one): the long window grows with its regime, and a lasting regime change is still detected. A fast stream's
     sample is left alone."""
     tr = _phases_trace()
     base = {"half_life_gets": 400, "rate": 1.0, "half_life_growth": 0.5, "half_life_growth_after": 1}
-    plain, floored = _regime_estimator(tr, **base), _regime_estimator(tr, **base, short_window_min_requests=1000)
+    plain = _regime_estimator(tr, **base, short_window_min_requests=None)
+    floored = _regime_estimator(tr, **base, short_window_min_requests=1000)
     assert plain.short_half_life == 100 and floored.short_half_life == 400  # capped by the long window at first
+    assert _regime_estimator(tr, **base).short_half_life == 400  # the default floors it too (3,750, since 2026-12-07)
     for est in (plain, floored):
         _feed(est, _cut(tr, 0, 40 * 600), chunk=300)
     assert plain.shifts >= 10 and floored.shifts == 0, (plain.shifts, floored.shifts)
