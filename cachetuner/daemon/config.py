@@ -135,6 +135,12 @@ class PolicyConfig(BaseModel):
         None, description="experiment YAML whose `env:` section the policy was trained with (observation/decoder)"
     )
     env_section: str = "env"
+    reference_interval_s: float | None = Field(
+        None, gt=0, description="count the decider's interval-counted settings in wall-clock time at this reference: "
+        "sets reference_interval_s of its rule (mrc's, or the policy's anchor) and of its curves (docs/mrc.md). 10 is "
+        "recommended for decisions every 60 s (the rule written before four fresh 60 s interval audits ran: mean "
+        "regret 3.7 -> 1.7 %, cells costlier than static-default 13 -> 3); at 30 s it swung cells both ways and is "
+        "not (docs/control.md, rule four). null = as the decider's configs have it (counted per interval)")
     deterministic: bool = True
     seed: int = Field(0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the policy/tuner")
