@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -325,7 +325,8 @@ def with_prices(env_cfg: EnvConfig, prices: PricesConfig) -> EnvConfig:
 def in_wall_time(env_cfg: EnvConfig, settings: ControlSettings, reference_s: float) -> tuple[EnvConfig, ControlSettings]:
     """``policy.reference_interval_s``: the decider's rule (``mrc``'s settings, and the anchor a policy offsets) and
     its curves count their intervals as ``reference_s`` of wall-clock time, so that at 60 s decisions they gather
-    and confirm evidence as fast in seconds as at the 10 s they were measured at."""
+    and confirm evidence as fast in seconds as at the 10 s they were measured at. A policy's anchor and curves live
+    in the mirror env built from the returned config (the model artifact's own config gives only its actions)."""
     mrc = env_cfg.mrc
     anchor = None if mrc.anchor is None else mrc.anchor.model_copy(update={"reference_interval_s": reference_s})
     curves = mrc.model_copy(update={"reference_interval_s": reference_s, "anchor": anchor})
@@ -352,8 +353,6 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
         env_cfg = with_prices(env_cfg, cfg.policy.prices)
     if cfg.policy.reference_interval_s is not None:
         env_cfg, settings = in_wall_time(env_cfg, settings, cfg.policy.reference_interval_s)
-        if name == "ppo":
-            params["model"] = replace(params["model"], env_config=env_cfg)
     if name == "random":
         params["seed"] = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
         seed = params.pop("seed")

@@ -61,7 +61,7 @@ def test_policy_reference_interval_counts_the_rule_and_the_curves_in_wall_time(t
     ppo = policy(name="ppo", model="default", reference_interval_s=10.0)
     anchor = ppo.env.cfg.mrc.anchor
     assert anchor is not None and anchor.reference_interval_s == 10.0 == ppo.env.cfg.mrc.reference_interval_s
-    assert ppo.controller.artifact.env_config.mrc.anchor.reference_interval_s == 10.0
+    assert ppo.env._decider.rule.confirm == 1  # the anchor the policy offsets decides at 60 s in wall time
     assert {k: v for k, v in anchor.model_dump().items() if k != "reference_interval_s"} == {
         k: v for k, v in load_policy("default").env_config.mrc.anchor.model_dump().items() if k != "reference_interval_s"}
     with pytest.raises(ValidationError, match="reference_interval_s"):
