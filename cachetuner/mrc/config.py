@@ -50,10 +50,11 @@ class MRCConfig(BaseModel):
         None, gt=0, description="the interval min_sampled_per_interval counts (10 s, where every measurement was made): "
         "the base rate then gives the same sampled requests per second at any interval, so the curves gather evidence "
         "as fast in wall time at 60 s as at 10 s (counted per interval, a 60 s interval sampled a sixth of the rate and "
-        "the rule's evidence gates took six times as long). Not adopted, three times, by rules written before "
+        "the rule's evidence gates took six times as long). Not adopted as the default by four rules written before "
         "fresh interval audits ran: with the rule's reference_interval_s (mean lower, swings too wide), alone "
         "(dearer: 2.73 -> 3.02 %) and with both the rule's and short_window_min_requests (mean lower, swings too wide; "
-        "docs/control.md). null = per interval, whatever its length"
+        "docs/control.md); a fourth, with the rule's, recommended it at 60 s only (the daemon's "
+        "policy.reference_interval_s). null = per interval, whatever its length"
     )
     half_life_gets: float = Field(
         1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"

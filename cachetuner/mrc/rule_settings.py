@@ -289,8 +289,9 @@ class MRCControlSettings(BaseModel):
         "fresh cells at 30-60 s the mean fell 2.49 -> 1.85 %, but 25 cells were dearer, one by 26 pp, and the 95 % "
         "interval of the difference reached +0.87 pp; nor, with the curves' short window floored "
         "(mrc.short_window_min_requests), by the rule written before interval audits 9-12 ran: 2.90 -> 2.17 %, bound "
-        "+0.87 pp again (docs/control.md). At 60 s that pair lowered the means of all six suites it ran on, a pattern "
-        "seen after the rule failed, so no default changes on it. null = as given at any interval"
+        "+0.87 pp again (docs/control.md). With the floor the default, rule four (interval audits 17-22) found it "
+        "cheaper at 60 s (3.68 -> 1.67 %) and dearer at 30 s: recommended at 60 s, as the daemon's "
+        "policy.reference_interval_s, not the default. null = as given at any interval"
     )
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
