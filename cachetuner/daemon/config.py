@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cachetuner.config import Policy, TenantTarget, redis_policies
 from cachetuner.env.config import WorkloadSpec
@@ -135,12 +135,13 @@ class PolicyConfig(BaseModel):
         None, description="experiment YAML whose `env:` section the policy was trained with (observation/decoder)"
     )
     env_section: str = "env"
-    reference_interval_s: float | None = Field(
-        None, gt=0, description="count the decider's interval-counted settings in wall-clock time at this reference: "
-        "sets reference_interval_s of its rule (mrc's, or the policy's anchor) and of its curves (docs/mrc.md). 10 is "
-        "recommended for decisions every 60 s (the rule written before four fresh 60 s interval audits ran: mean "
-        "regret 3.7 -> 1.7 %, cells costlier than static-default 13 -> 3); at 30 s it swung cells both ways and is "
-        "not (docs/control.md, rule four). null = as the decider's configs have it (counted per interval)")
+    reference_interval_s: float | Literal["auto"] | None = Field(
+        "auto", description="count the decider's interval-counted settings in wall-clock time at this reference: "
+        "sets reference_interval_s of its rule (mrc's, or the policy's anchor) and of its curves (docs/mrc.md). "
+        "auto: 10 when the decider decides every 57 s or more (the daemon's interval_s on a live target, the env's on "
+        "a sim one), as given below that; adopted by rule five, written before six fresh interval audits at 60 and "
+        "120 s ran (docs/control.md). At 30 s it swung cells both ways and is not applied (rule four). A number: that "
+        "reference at any interval; null = as the decider's configs have it (counted per interval)")
     deterministic: bool = True
     seed: int = Field(0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the policy/tuner")
@@ -157,6 +158,16 @@ class PolicyConfig(BaseModel):
         0.01, gt=0, le=1, description="the hash-sampling rate the curves watch the history at: the target's sampled "
         "stream's (the replayer's --sample-rate, 1 % by default; 1 for a simulated target). A live stream coarser than "
         "this rebuilds the miniature caches once and loses what they watched")
+
+    @field_validator("reference_interval_s", mode="before")
+    @classmethod
+    def _reference(cls, v: Any) -> Any:
+        """One line for a bad value, not one per member of the union."""
+        if v is None or v == "auto":
+            return v
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):
+            raise ValueError(f"{v!r}: give seconds > 0, auto or null")
+        return float(v)
 
     @model_validator(mode="after")
     def _check(self) -> PolicyConfig:

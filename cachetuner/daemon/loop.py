@@ -33,9 +33,8 @@ from cachetuner.daemon.records import StepReport, new_session_id
 from cachetuner.daemon.runner import TargetRunner
 from cachetuner.daemon.secrets import credentialed_url, scrub_text
 from cachetuner.daemon.state import DaemonState, load_state, save_state
+from cachetuner.daemon.targets import sim_env_config
 from cachetuner.daemon.telemetry import DaemonHTTPServer, DaemonMetrics
-from cachetuner.env import EnvConfig
-from cachetuner.errors import ConfigError
 
 log = logging.getLogger("cachetuner.daemon")
 
@@ -51,21 +50,6 @@ def make_backend(cfg: DaemonConfig, target: TargetConfig) -> CacheBackend:
     from cachetuner.env import SimBackend
 
     return SimBackend(sim_env_config(target))
-
-
-def sim_env_config(target: TargetConfig) -> EnvConfig:
-    """A sim target's env config from its ``backend_options`` (``env:`` inline, or ``env_config:`` + ``env_section:``);
-    a one-line :class:`ConfigError` for a bad env or an unknown key."""
-    opts = dict(target.backend_options)
-    if "env_config" in opts:
-        env_cfg = EnvConfig.from_yaml(opts.pop("env_config"), key=opts.pop("env_section", "env"))
-    else:
-        from cachetuner.yamlconfig import validate
-
-        env_cfg = validate(EnvConfig, opts.pop("env", {}), f"targets.{target.name}.backend_options.env")
-    if opts:
-        raise ConfigError(f"targets.{target.name}.backend_options: unknown keys {sorted(opts)} for a sim target")
-    return env_cfg
 
 
 def resolved_config(cfg: DaemonConfig) -> dict[str, Any]:

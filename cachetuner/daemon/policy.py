@@ -41,6 +41,7 @@ from cachetuner.control.mrc import MRCController
 from cachetuner.daemon.checkpoint import Checkpoint, checkpoint_for
 from cachetuner.daemon.config import DaemonConfig, HotnessConfig, TargetConfig
 from cachetuner.daemon.records import config_dict
+from cachetuner.daemon.targets import decision_interval_s
 from cachetuner.env import CacheTuningEnv, EnvConfig
 from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import CacheTunerError, ConfigError
@@ -334,6 +335,20 @@ def in_wall_time(env_cfg: EnvConfig, settings: ControlSettings, reference_s: flo
     return env_cfg.model_copy(update={"mrc": curves}), settings.model_copy(update={"mrc": rule})
 
 
+#: ``policy.reference_interval_s: auto`` counts in wall time from this interval on: 60 s, less the 5 % a live
+#: interval may drift. Adopted by rule five (docs/control.md: cheaper on fresh interval audits at 60 and 120 s; not
+#: measured above 120 s); at 30 s it was dearer (rule four), so below this auto counts per interval
+AUTO_WALL_TIME_FROM_S = 57.0
+
+
+def wall_time_reference(setting: float | str | None, interval_s: float) -> float | None:
+    """The reference ``policy.reference_interval_s`` resolves to at decisions ``interval_s`` apart: a number as
+    given, null as null, ``auto`` the measured 10 s from :data:`AUTO_WALL_TIME_FROM_S` on and null below it."""
+    if setting != "auto":
+        return None if setting is None else float(setting)
+    return MEASURED_INTERVAL_S if interval_s >= AUTO_WALL_TIME_FROM_S else None
+
+
 def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
     """The decider named ``cfg.policy.name`` for ``target``; unknown names list the valid ones."""
     name = cfg.policy.name
@@ -351,8 +366,9 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
         env_cfg = artifact.env_config
     if cfg.policy.prices is not None:
         env_cfg = with_prices(env_cfg, cfg.policy.prices)
-    if cfg.policy.reference_interval_s is not None:
-        env_cfg, settings = in_wall_time(env_cfg, settings, cfg.policy.reference_interval_s)
+    reference_s = wall_time_reference(cfg.policy.reference_interval_s, decision_interval_s(cfg, target))
+    if reference_s is not None:
+        env_cfg, settings = in_wall_time(env_cfg, settings, reference_s)
     if name == "random":
         params["seed"] = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
         seed = params.pop("seed")
@@ -381,7 +397,8 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
 def _warn_interval(name: str, controller: Any, env_cfg: EnvConfig, interval_s: float) -> None:
     """Warn once when the decider is the ``mrc`` rule (or a policy anchored on it) and ``interval_s`` is not the 10 s
     it was measured at, unless its counts are scaled (``reference_interval_s``): they count intervals, so at 60 s it
-    reacts six times slower in wall time (docs/control.md, the interval audits)."""
+    reacts six times slower in wall time (docs/control.md, the interval audits). With ``auto`` (the default) that
+    leaves intervals under 57 s other than 10 s, and any interval where someone set null."""
     decider = getattr(controller, "decider", None)
     if decider is not None:
         rule = decider.settings
@@ -391,14 +408,16 @@ def _warn_interval(name: str, controller: Any, env_cfg: EnvConfig, interval_s: f
         return
     if rule.reference_interval_s is not None or same_interval(interval_s, MEASURED_INTERVAL_S):
         return
+    advice = ("policy.reference_interval_s: auto (the default) counts in wall time at 57 s or more: on six fresh "
+              "interval audits at 60 and 120 s, by a rule written before they ran, it cut mean regret 4.3 -> 1.5 % "
+              "(docs/control.md, rule five)") if interval_s >= AUTO_WALL_TIME_FROM_S else (
+              "below 57 s counting in wall time is not applied by default: at 30 s it swung cells both ways "
+              "(docs/control.md, rule four); policy.reference_interval_s: 10 forces it")
     log.warning("%s at interval_s=%gs: its rule was measured at %gs decisions and counts intervals (confirmations, "
                 "payback, smoothing), so it reacts %.1fx %s in wall time; on the interval audits at 30-60 s it read "
-                "2-3 %% mean regret against under 1 %% at 10 s. At 60 s, policy.reference_interval_s: 10 "
-                "(counts in wall time for the rule and the curves) is recommended: on four fresh 60 s interval audits, "
-                "by a rule written before they ran, it cut mean regret 3.7 -> 1.7 %%; at 30 s it swung cells both ways "
-                "(docs/control.md, rule four)", name, interval_s,
+                "2-3 %% mean regret against under 1 %% at 10 s. %s", name, interval_s,
                 MEASURED_INTERVAL_S, max(interval_s, MEASURED_INTERVAL_S) / min(interval_s, MEASURED_INTERVAL_S),
-                "slower" if interval_s > MEASURED_INTERVAL_S else "faster")
+                "slower" if interval_s > MEASURED_INTERVAL_S else "faster", advice)
 
 
 def _history(cfg: DaemonConfig, env_cfg: EnvConfig, target: TargetConfig, params: dict[str, Any]) -> Trace:

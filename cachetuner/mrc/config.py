@@ -53,8 +53,9 @@ class MRCConfig(BaseModel):
         "the rule's evidence gates took six times as long). Not adopted as the default by four rules written before "
         "fresh interval audits ran: with the rule's reference_interval_s (mean lower, swings too wide), alone "
         "(dearer: 2.73 -> 3.02 %) and with both the rule's and short_window_min_requests (mean lower, swings too wide; "
-        "docs/control.md); a fourth, with the rule's, recommended it at 60 s only (the daemon's "
-        "policy.reference_interval_s). null = per interval, whatever its length"
+        "docs/control.md); a fourth, with the rule's, found it cheaper at 60 s only, and a fifth at 60 and 120 s: the "
+        "daemon applies both at 57 s or more (its policy.reference_interval_s: auto). null = per interval, whatever its "
+        "length"
     )
     half_life_gets: float = Field(
         1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"

@@ -290,8 +290,9 @@ class MRCControlSettings(BaseModel):
         "interval of the difference reached +0.87 pp; nor, with the curves' short window floored "
         "(mrc.short_window_min_requests), by the rule written before interval audits 9-12 ran: 2.90 -> 2.17 %, bound "
         "+0.87 pp again (docs/control.md). With the floor the default, rule four (interval audits 17-22) found it "
-        "cheaper at 60 s (3.68 -> 1.67 %) and dearer at 30 s: recommended at 60 s, as the daemon's "
-        "policy.reference_interval_s, not the default. null = as given at any interval"
+        "cheaper at 60 s (3.68 -> 1.67 %) and dearer at 30 s; rule five (interval audits 23-28) cheaper at 60 and 120 s "
+        "(4.25 -> 1.50 %): the daemon applies it at 57 s or more (policy.reference_interval_s: auto, its default); "
+        "evaluate takes it as given. null = as given at any interval"
     )
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
