@@ -140,7 +140,7 @@ class PolicyConfig(BaseModel):
         "sets reference_interval_s of its rule (mrc's, or the policy's anchor) and of its curves (docs/mrc.md). "
         "auto: 10 when the decider decides every 57 s or more (the daemon's interval_s on a live target, the env's on "
         "a sim one), as given below that; adopted by rule five, written before six fresh interval audits at 60 and "
-        "120 s ran (docs/control.md). At 30 s it swung cells both ways and is not applied (rule four). A number: that "
+        "120 s ran, and kept at 300 s by rule six (docs/control.md). At 30 s it swung cells both ways and is not applied (rule four). A number: that "
         "reference at any interval; null = as the decider's configs have it (counted per interval)")
     deterministic: bool = True
     seed: int = Field(0, ge=0)
