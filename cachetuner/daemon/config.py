@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from cachetuner.config import Policy, TenantTarget, redis_policies
 from cachetuner.env.config import WorkloadSpec
 from cachetuner.env.prices import PricesConfig
+from cachetuner.mrc.rule_settings import ReferenceInterval, check_reference
 from cachetuner.yamlconfig import load_model
 
 #: Guard names in the default order: cheap vetoes first, clamps next, then time and SLO vetoes.
@@ -135,13 +136,14 @@ class PolicyConfig(BaseModel):
         None, description="experiment YAML whose `env:` section the policy was trained with (observation/decoder)"
     )
     env_section: str = "env"
-    reference_interval_s: float | Literal["auto"] | None = Field(
+    reference_interval_s: ReferenceInterval = Field(
         "auto", description="count the decider's interval-counted settings in wall-clock time at this reference: "
         "sets reference_interval_s of its rule (mrc's, or the policy's anchor) and of its curves (docs/mrc.md). "
         "auto: 10 when the decider decides every 57 s or more (the daemon's interval_s on a live target, the env's on "
-        "a sim one), as given below that; adopted by rule five, written before six fresh interval audits at 60 and "
-        "120 s ran, and kept at 300 s by rule six (docs/control.md). At 30 s it swung cells both ways and is not applied (rule four). A number: that "
-        "reference at any interval; null = as the decider's configs have it (counted per interval)")
+        "a sim one), per interval below that; adopted by rule five, written before six fresh interval audits at 60 "
+        "and 120 s ran, and kept at 300 s by rule six (docs/control.md); at 30 s it swung cells both ways (rule "
+        "four). A number: that reference at any interval; null = per interval. It replaces the decider's configs' own "
+        "reference_interval_s (the rule's, the anchor's, the curves')")
     deterministic: bool = True
     seed: int = Field(0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the policy/tuner")
@@ -162,12 +164,7 @@ class PolicyConfig(BaseModel):
     @field_validator("reference_interval_s", mode="before")
     @classmethod
     def _reference(cls, v: Any) -> Any:
-        """One line for a bad value, not one per member of the union."""
-        if v is None or v == "auto":
-            return v
-        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):
-            raise ValueError(f"{v!r}: give seconds > 0, auto or null")
-        return float(v)
+        return check_reference(v)
 
     @model_validator(mode="after")
     def _check(self) -> PolicyConfig:

@@ -47,7 +47,13 @@ from cachetuner.env.prices import PricesConfig
 from cachetuner.errors import CacheTunerError, ConfigError
 from cachetuner.evaluation.episode import context_from_env
 from cachetuner.metrics import MetricsSnapshot
-from cachetuner.mrc.rule_settings import MEASURED_INTERVAL_S, MRCControlSettings, same_interval
+from cachetuner.mrc.rule_settings import (
+    AUTO_WALL_TIME_FROM_S,
+    MEASURED_INTERVAL_S,
+    MRCControlSettings,
+    resolve_reference,
+    same_interval,
+)
 from cachetuner.traces.trace import Trace
 from cachetuner.yamlconfig import validate
 
@@ -323,31 +329,18 @@ def with_prices(env_cfg: EnvConfig, prices: PricesConfig) -> EnvConfig:
         raise ConfigError(f"policy.prices: {err['msg']}") from None
 
 
-def in_wall_time(env_cfg: EnvConfig, settings: ControlSettings, reference_s: float) -> tuple[EnvConfig, ControlSettings]:
-    """``policy.reference_interval_s``: the decider's rule (``mrc``'s settings, and the anchor a policy offsets) and
-    its curves count their intervals as ``reference_s`` of wall-clock time, so that at 60 s decisions they gather
-    and confirm evidence as fast in seconds as at the 10 s they were measured at. A policy's anchor and curves live
-    in the mirror env built from the returned config (the model artifact's own config gives only its actions)."""
+def in_wall_time(env_cfg: EnvConfig, settings: ControlSettings,
+                 reference_s: float | None) -> tuple[EnvConfig, ControlSettings]:
+    """``policy.reference_interval_s``, resolved: the decider's rule (``mrc``'s settings, and the anchor a policy
+    offsets) and its curves count their intervals as ``reference_s`` of wall-clock time (None: per interval), so
+    that at 60 s decisions they gather and confirm evidence as fast in seconds as at the 10 s they were measured at.
+    A policy's anchor and curves live in the mirror env built from the returned config (the model artifact's own
+    config gives only its actions)."""
     mrc = env_cfg.mrc
     anchor = None if mrc.anchor is None else mrc.anchor.model_copy(update={"reference_interval_s": reference_s})
     curves = mrc.model_copy(update={"reference_interval_s": reference_s, "anchor": anchor})
     rule = settings.mrc.model_copy(update={"reference_interval_s": reference_s})
     return env_cfg.model_copy(update={"mrc": curves}), settings.model_copy(update={"mrc": rule})
-
-
-#: ``policy.reference_interval_s: auto`` counts in wall time from this interval on: 60 s, less the 5 % a live
-#: interval may drift. Adopted by rule five (docs/control.md: cheaper on fresh interval audits at 60 and 120 s) and
-#: kept unbounded by rule six (300 s; not measured beyond); at 30 s it was dearer (rule four), so below this auto
-#: counts per interval
-AUTO_WALL_TIME_FROM_S = 57.0
-
-
-def wall_time_reference(setting: float | str | None, interval_s: float) -> float | None:
-    """The reference ``policy.reference_interval_s`` resolves to at decisions ``interval_s`` apart: a number as
-    given, null as null, ``auto`` the measured 10 s from :data:`AUTO_WALL_TIME_FROM_S` on and null below it."""
-    if setting != "auto":
-        return None if setting is None else float(setting)
-    return MEASURED_INTERVAL_S if interval_s >= AUTO_WALL_TIME_FROM_S else None
 
 
 def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) -> Policy:
@@ -367,9 +360,10 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
         env_cfg = artifact.env_config
     if cfg.policy.prices is not None:
         env_cfg = with_prices(env_cfg, cfg.policy.prices)
-    reference_s = wall_time_reference(cfg.policy.reference_interval_s, decision_interval_s(cfg, target))
-    if reference_s is not None:
-        env_cfg, settings = in_wall_time(env_cfg, settings, reference_s)
+    # resolved here, at the pace the daemon decides at: the mirror env's own interval_s is its config's, not the
+    # daemon's, so the configs' auto would resolve against the wrong interval
+    env_cfg, settings = in_wall_time(env_cfg, settings, resolve_reference(cfg.policy.reference_interval_s,
+                                                                          decision_interval_s(cfg, target)))
     if name == "random":
         params["seed"] = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
         seed = params.pop("seed")
@@ -407,7 +401,7 @@ def _warn_interval(name: str, controller: Any, env_cfg: EnvConfig, interval_s: f
         rule = env_cfg.mrc.anchor or MRCControlSettings()
     else:
         return
-    if rule.reference_interval_s is not None or same_interval(interval_s, MEASURED_INTERVAL_S):
+    if resolve_reference(rule.reference_interval_s, interval_s) is not None or same_interval(interval_s, MEASURED_INTERVAL_S):
         return
     advice = ("policy.reference_interval_s: auto (the default) counts in wall time at 57 s or more: on six fresh "
               "interval audits at 60 and 120 s, by a rule written before they ran, it cut mean regret 4.3 -> 1.5 %, and "

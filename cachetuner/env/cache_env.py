@@ -22,6 +22,7 @@ from cachetuner.mrc.cost import CostCurve, Prices
 from cachetuner.mrc.curves import MissRatioCurves
 from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
 from cachetuner.mrc.estimator import MRCEstimator
+from cachetuner.mrc.rule_settings import resolve_reference
 from cachetuner.space import ConfigSpace
 from cachetuner.ttl.knobs import ClientTTL, ClientTTLBackend
 
@@ -442,7 +443,8 @@ class CacheTuningEnv(gym.Env):
         obj = (ws - params.fixed_bytes) / n_keys if (ws and n_keys) else None
         est = MRCEstimator(
             self.cfg.mrc, self.bounds, n_keys_hint=n_keys, mean_object_bytes=obj,
-            requests_per_interval=rate * (self.cfg.mrc.reference_interval_s or self.cfg.interval_s) if rate else None,
+            requests_per_interval=rate * (resolve_reference(self.cfg.mrc.reference_interval_s, self.cfg.interval_s)
+                                          or self.cfg.interval_s) if rate else None,
             key_bytes=int(round(float(np.mean(kb)))) if kb is not None and len(kb) else None,
             read_only=facts.read_only, sim_params=params, base_config=config, seed=seed,
             knob_size=int(self.bounds[1]) if self.prices.budget_bytes is not None else None,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cachetuner.config import Policy
 from cachetuner.keysample import MODULUS
 from cachetuner.mrc.knobs import KnobVariant
-from cachetuner.mrc.rule_settings import MRCControlSettings
+from cachetuner.mrc.rule_settings import MRCControlSettings, ReferenceInterval, check_reference
 
 
 def _default_policies() -> list[Policy]:
@@ -46,16 +46,16 @@ class MRCConfig(BaseModel):
         100, ge=0, description="raise the base rate so that an average interval yields about this many sampled requests "
         "(an interval of reference_interval_s when that is set)"
     )
-    reference_interval_s: float | None = Field(
-        None, gt=0, description="the interval min_sampled_per_interval counts (10 s, where every measurement was made): "
+    reference_interval_s: ReferenceInterval = Field(
+        "auto", description="the interval min_sampled_per_interval counts (10 s, where every measurement was made): "
         "the base rate then gives the same sampled requests per second at any interval, so the curves gather evidence "
         "as fast in wall time at 60 s as at 10 s (counted per interval, a 60 s interval sampled a sixth of the rate and "
         "the rule's evidence gates took six times as long). Not adopted as the default by four rules written before "
         "fresh interval audits ran: with the rule's reference_interval_s (mean lower, swings too wide), alone "
         "(dearer: 2.73 -> 3.02 %) and with both the rule's and short_window_min_requests (mean lower, swings too wide; "
-        "docs/control.md); a fourth, with the rule's, found it cheaper at 60 s only, and a fifth at 60 and 120 s: the "
-        "daemon applies both at 57 s or more (its policy.reference_interval_s: auto). null = per interval, whatever its "
-        "length"
+        "docs/control.md); a fourth, with the rule's, found it cheaper at 60 s only, a fifth at 60 and 120 s and a "
+        "sixth at 300 s. auto (the default, as the rule's): 10 at intervals of 57 s or more, per interval below "
+        "(cachetuner.mrc.rule_settings.resolve_reference). null = per interval, whatever its length"
     )
     half_life_gets: float = Field(
         1500.0, gt=0, description="window: counts weigh half after this many more sampled GETs (at the base rate)"
@@ -123,6 +123,11 @@ class MRCConfig(BaseModel):
         "observation features are relative to); None = the `mrc` controller's defaults. A training config fills "
         "it from its `controllers.mrc`, so the resolved config a model ships with pins the rule it was trained "
         "around and the controller it is compared with is the same rule")
+
+    @field_validator("reference_interval_s", mode="before")
+    @classmethod
+    def _reference(cls, v: object) -> object:
+        return check_reference(v)
 
     def pin_anchor(self, rule: MRCControlSettings) -> None:
         """Make ``rule`` (a config's ``controllers.mrc``) the anchor's, unless ``anchor`` names its own."""

@@ -6,7 +6,12 @@ and their measured reasons are most of the text, and config loaders need them wi
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: a ``reference_interval_s`` setting: seconds, ``auto`` (see :func:`resolve_reference`) or None (per interval)
+ReferenceInterval = float | Literal["auto"] | None
 
 
 class MRCControlSettings(BaseModel):
@@ -275,8 +280,8 @@ class MRCControlSettings(BaseModel):
         "ratio in force, one miss each. A switch while the cache is still filling is cheap, a switch of a full warm "
         "cache dear. Needs the interval's metrics (decide_after). False = off"
     )
-    reference_interval_s: float | None = Field(
-        None, gt=0, description="the interval length the interval-counted settings are counted at (every measurement of "
+    reference_interval_s: ReferenceInterval = Field(
+        "auto", description="the interval length the interval-counted settings are counted at (every measurement of "
         "the rule was made at 10 s). At another interval they are scaled to the same wall-clock time (scaled_to): the "
         "counts (confirm, shrink_confirm, payback_intervals, cold_growth_intervals, policy_patience, "
         "budget_quick_intervals, budget_quick_confirm, free_shrink_min_intervals) by reference/interval, rounded, at "
@@ -291,9 +296,14 @@ class MRCControlSettings(BaseModel):
         "(mrc.short_window_min_requests), by the rule written before interval audits 9-12 ran: 2.90 -> 2.17 %, bound "
         "+0.87 pp again (docs/control.md). With the floor the default, rule four (interval audits 17-22) found it "
         "cheaper at 60 s (3.68 -> 1.67 %) and dearer at 30 s; rule five (interval audits 23-28) cheaper at 60 and 120 s "
-        "(4.25 -> 1.50 %): the daemon applies it at 57 s or more (policy.reference_interval_s: auto, its default); "
-        "evaluate takes it as given. null = as given at any interval"
+        "(4.25 -> 1.50 %) and rule six at 300 s (13.4 -> 3.0 %). auto (the default): 10 at decisions 57 s or more "
+        "apart, as given below (resolve_reference). null = as given at any interval"
     )
+    @field_validator("reference_interval_s", mode="before")
+    @classmethod
+    def _reference(cls, v: Any) -> Any:
+        return check_reference(v)
+
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
         "choose the policy and its knobs together, as arms at the cap, by the policy rule's gains (policy_min_gain "
@@ -304,7 +314,7 @@ class MRCControlSettings(BaseModel):
     def scaled_to(self, interval_s: float) -> MRCControlSettings:
         """These settings for decisions ``interval_s`` apart (see ``reference_interval_s``); ``self`` when they need
         no scaling."""
-        ref = self.reference_interval_s
+        ref = resolve_reference(self.reference_interval_s, interval_s)
         if ref is None or interval_s <= 0 or same_interval(interval_s, ref):
             return self
         k = ref / interval_s
@@ -338,4 +348,29 @@ def same_interval(interval_s: float, reference_s: float) -> bool:
     return abs(interval_s / reference_s - 1.0) <= _SAME_INTERVAL
 
 
-__all__ = ["MEASURED_INTERVAL_S", "MRCControlSettings", "same_interval"]
+#: ``reference_interval_s: auto`` counts in wall time from this interval on: 60 s, less the 5 % a live interval may
+#: drift. Adopted by rule five (docs/control.md: cheaper on fresh interval audits at 60 and 120 s) and kept unbounded
+#: by rule six (300 s; not measured beyond); at 30 s it was dearer (rule four), so below this auto counts per interval
+AUTO_WALL_TIME_FROM_S = 57.0
+
+
+def resolve_reference(setting: ReferenceInterval, interval_s: float) -> float | None:
+    """The reference a ``reference_interval_s`` setting means at decisions ``interval_s`` apart: a number as given,
+    None as None (per interval), ``auto`` the measured 10 s from :data:`AUTO_WALL_TIME_FROM_S` on and None below."""
+    if setting != "auto":
+        return None if setting is None else float(setting)
+    return MEASURED_INTERVAL_S if interval_s >= AUTO_WALL_TIME_FROM_S else None
+
+
+def check_reference(v: Any) -> Any:
+    """A ``reference_interval_s`` value as given in a config: one line for a bad one, not one per member of the
+    union."""
+    if v is None or v == "auto":
+        return v
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):
+        raise ValueError(f"{v!r}: give seconds > 0, auto or null")
+    return float(v)
+
+
+__all__ = ["AUTO_WALL_TIME_FROM_S", "MEASURED_INTERVAL_S", "MRCControlSettings", "ReferenceInterval", "check_reference",
+           "resolve_reference", "same_interval"]

@@ -14,12 +14,15 @@ from cachetuner.control.learned import load_policy
 from cachetuner.control.mrc import MRCController
 from cachetuner.daemon.config import DaemonConfig
 from cachetuner.daemon.loop import Daemon
-from cachetuner.daemon.policy import _warn_interval, wall_time_reference
+from cachetuner.daemon.policy import _warn_interval
 from cachetuner.env import EnvConfig
+from cachetuner.mrc.rule_settings import resolve_reference
+
+PER_INTERVAL = ControlSettings.model_validate({"mrc": {"reference_interval_s": None}})
 
 
 def test_a_decider_off_the_measured_interval_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
-    ctl = MRCController(ControlSettings())
+    ctl = MRCController(PER_INTERVAL)
     with caplog.at_level(logging.WARNING, logger="cachetuner.daemon"):
         _warn_interval("mrc", ctl, EnvConfig(), 60.0)
         assert "mrc at interval_s=60s" in caplog.text and "6.0x slower" in caplog.text
@@ -31,13 +34,16 @@ def test_a_decider_off_the_measured_interval_is_warned_about(caplog: pytest.LogC
         scaled = MRCController(ControlSettings.model_validate({"mrc": {"reference_interval_s": 10.0}}))
         _warn_interval("mrc", scaled, EnvConfig(), 60.0)  # its counts are scaled to the interval
         _warn_interval("hold", object(), EnvConfig(), 60.0)  # no rule to speak of
+        _warn_interval("mrc", MRCController(ControlSettings()), EnvConfig(), 60.0)  # auto counts in wall time there
         assert caplog.text == ""
+        _warn_interval("mrc", MRCController(ControlSettings()), EnvConfig(), 30.0)  # but not at 30 s
+        assert "mrc at interval_s=30s" in caplog.text
 
 
 def test_the_warning_says_what_the_default_does_at_the_interval(caplog: pytest.LogCaptureFixture) -> None:
     """At 57 s or more an unscaled rule means someone set ``policy.reference_interval_s: null`` (auto would have
     scaled it); below, auto leaves it per interval (rule four: dearer at 30 s), and the warning says how to force it."""
-    ctl = MRCController(ControlSettings())
+    ctl = MRCController(PER_INTERVAL)
     with caplog.at_level(logging.WARNING, logger="cachetuner.daemon"):
         _warn_interval("mrc", ctl, EnvConfig(), 60.0)
         assert "auto (the default) counts in wall time at 57 s or more" in caplog.text
@@ -53,7 +59,7 @@ def test_the_warning_says_what_the_default_does_at_the_interval(caplog: pytest.L
 def test_auto_counts_in_wall_time_from_57_s(setting: Any, interval_s: float, expected: float | None) -> None:
     """Rule five (docs/control.md): ``auto`` is the measured 10 s at 60 s decisions (less a live interval's 5 %
     drift) and slower, and per interval below; a number or null is taken as given."""
-    assert wall_time_reference(setting, interval_s) == expected
+    assert resolve_reference(setting, interval_s) == expected
 
 
 def test_policy_reference_interval_counts_the_rule_and_the_curves_in_wall_time(tmp_path: Path) -> None:

@@ -20,8 +20,19 @@ def test_at_the_reference_interval_the_settings_are_as_given() -> None:
     s = MRCControlSettings(reference_interval_s=10.0)
     assert s.scaled_to(10.0) is s
     assert s.scaled_to(10.3) is s  # a live interval a little long is the reference
-    off = MRCControlSettings()  # null: the counts as given at any interval
-    assert off.reference_interval_s is None and off.scaled_to(60.0) is off
+    off = MRCControlSettings(reference_interval_s=None)  # null: the counts as given at any interval
+    assert off.scaled_to(60.0) is off
+
+
+def test_auto_counts_in_wall_time_at_a_minute_or_more_only() -> None:
+    """``auto``, the default since rule six (docs/control.md): the measured 10 s at 57 s or more (rules five and
+    six: cheaper at 60, 120 and 300 s), the counts as given below (rule four: dearer at 30 s)."""
+    auto = MRCControlSettings()
+    assert auto.reference_interval_s == "auto"
+    assert auto.scaled_to(10.0) is auto and auto.scaled_to(30.0) is auto and auto.scaled_to(56.9) is auto
+    assert auto.scaled_to(60.0) == MRCControlSettings(reference_interval_s=10.0).scaled_to(60.0).model_copy(
+        update={"reference_interval_s": "auto"})
+    assert auto.scaled_to(300.0).confirm == 1
 
 
 def test_at_60_s_the_counts_cover_the_same_wall_clock_time() -> None:
@@ -58,8 +69,8 @@ def test_the_rule_scales_to_the_interval_it_is_given() -> None:
     assert d.rule.confirm == 1  # a stale reading says nothing about the interval
 
 
-@pytest.mark.parametrize(("reference", "ratio"), [(10.0, 1.0), (None, 6.0)])
-def test_the_curves_sample_as_many_requests_a_second_at_any_interval(reference: float | None, ratio: float) -> None:
+@pytest.mark.parametrize(("reference", "ratio"), [(10.0, 1.0), (None, 6.0), ("auto", 1.0)])
+def test_the_curves_sample_as_many_requests_a_second_at_any_interval(reference: float | str | None, ratio: float) -> None:
     def base_rate(interval_s: float) -> float:
         cfg = EnvConfig.model_validate({
             "workloads": [WorkloadSpec(trace="synthetic:zipf", rate=100, params={"n_requests": 20000, "n_keys": 50000})],
