@@ -329,8 +329,8 @@ def with_prices(env_cfg: EnvConfig, prices: PricesConfig) -> EnvConfig:
         raise ConfigError(f"policy.prices: {err['msg']}") from None
 
 
-def in_wall_time(env_cfg: EnvConfig, settings: ControlSettings,
-                 reference_s: float | None) -> tuple[EnvConfig, ControlSettings]:
+def with_reference_interval(env_cfg: EnvConfig, settings: ControlSettings,
+                            reference_s: float | None) -> tuple[EnvConfig, ControlSettings]:
     """``policy.reference_interval_s``, resolved: the decider's rule (``mrc``'s settings, and the anchor a policy
     offsets) and its curves count their intervals as ``reference_s`` of wall-clock time (None: per interval), so
     that at 60 s decisions they gather and confirm evidence as fast in seconds as at the 10 s they were measured at.
@@ -362,8 +362,8 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
         env_cfg = with_prices(env_cfg, cfg.policy.prices)
     # resolved here, at the pace the daemon decides at: the mirror env's own interval_s is its config's, not the
     # daemon's, so the configs' auto would resolve against the wrong interval
-    env_cfg, settings = in_wall_time(env_cfg, settings, resolve_reference(cfg.policy.reference_interval_s,
-                                                                          decision_interval_s(cfg, target)))
+    reference_s = resolve_reference(cfg.policy.reference_interval_s, decision_interval_s(cfg, target))
+    env_cfg, settings = with_reference_interval(env_cfg, settings, reference_s)
     if name == "random":
         params["seed"] = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
         seed = params.pop("seed")
@@ -401,13 +401,16 @@ def _warn_interval(name: str, controller: Any, env_cfg: EnvConfig, interval_s: f
         rule = env_cfg.mrc.anchor or MRCControlSettings()
     else:
         return
-    if resolve_reference(rule.reference_interval_s, interval_s) is not None or same_interval(interval_s, MEASURED_INTERVAL_S):
+    scaled = resolve_reference(rule.reference_interval_s, interval_s) is not None
+    if scaled or same_interval(interval_s, MEASURED_INTERVAL_S):
         return
-    advice = ("policy.reference_interval_s: auto (the default) counts in wall time at 57 s or more: on six fresh "
-              "interval audits at 60 and 120 s, by a rule written before they ran, it cut mean regret 4.3 -> 1.5 %, and "
-              "on four at 300 s 13.4 -> 3.0 % (docs/control.md, rules five and six)") if interval_s >= AUTO_WALL_TIME_FROM_S else (
-              "below 57 s counting in wall time is not applied by default: at 30 s it swung cells both ways "
-              "(docs/control.md, rule four); policy.reference_interval_s: 10 forces it")
+    if interval_s >= AUTO_WALL_TIME_FROM_S:
+        advice = ("policy.reference_interval_s: auto (the default) counts in wall time at 57 s or more: on six fresh "
+                  "interval audits at 60 and 120 s, by a rule written before they ran, it cut mean regret 4.3 -> 1.5 "
+                  "%, and on four at 300 s 13.4 -> 3.0 % (docs/control.md, rules five and six)")
+    else:
+        advice = ("below 57 s counting in wall time is not applied by default: at 30 s it swung cells both ways "
+                  "(docs/control.md, rule four); policy.reference_interval_s: 10 forces it")
     log.warning("%s at interval_s=%gs: its rule was measured at %gs decisions and counts intervals (confirmations, "
                 "payback, smoothing), so it reacts %.1fx %s in wall time; on the interval audits at 30-60 s it read "
                 "2-3 %% mean regret against under 1 %% at 10 s. %s", name, interval_s,

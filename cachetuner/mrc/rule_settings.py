@@ -299,17 +299,17 @@ class MRCControlSettings(BaseModel):
         "(4.25 -> 1.50 %) and rule six at 300 s (13.4 -> 3.0 %). auto (the default): 10 at decisions 57 s or more "
         "apart, as given below (resolve_reference). null = as given at any interval"
     )
-    @field_validator("reference_interval_s", mode="before")
-    @classmethod
-    def _reference(cls, v: Any) -> Any:
-        return check_reference(v)
-
     knobs: bool = Field(
         False, description="under a memory budget, when the curves carry eviction-knob variants (mrc.knob_variants): "
         "choose the policy and its knobs together, as arms at the cap, by the policy rule's gains (policy_min_gain "
         "confirmed for confirm intervals, or policy_sustained_gain held for policy_patience); the size rule keeps the "
         "policy in force (cachetuner.mrc.knobs). False: the knobs stay the base config's"
     )
+
+    @field_validator("reference_interval_s", mode="before")
+    @classmethod
+    def _reference(cls, v: Any) -> Any:
+        return check_reference(v)
 
     def scaled_to(self, interval_s: float) -> MRCControlSettings:
         """These settings for decisions ``interval_s`` apart (see ``reference_interval_s``); ``self`` when they need
