@@ -362,8 +362,13 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
         env_cfg = with_prices(env_cfg, cfg.policy.prices)
     # resolved here, at the pace the daemon decides at: the mirror env's own interval_s is its config's, not the
     # daemon's, so the configs' auto would resolve against the wrong interval
-    reference_s = resolve_reference(cfg.policy.reference_interval_s, decision_interval_s(cfg, target))
+    pace_s = decision_interval_s(cfg, target)
+    reference_s = resolve_reference(cfg.policy.reference_interval_s, pace_s)
     env_cfg, settings = with_reference_interval(env_cfg, settings, reference_s)
+    if reference_s is not None and not same_interval(pace_s, reference_s):
+        log.info("%s: decisions every %gs; the decider counts its confirmations, payback and smoothing in wall time, "
+                 "as intervals of %gs (policy.reference_interval_s: %s)", target.name, pace_s, reference_s,
+                 cfg.policy.reference_interval_s)
     if name == "random":
         params["seed"] = int(params.pop("seed", cfg.policy.seed)) + sum(map(ord, target.name))
         seed = params.pop("seed")

@@ -62,7 +62,8 @@ def test_auto_counts_in_wall_time_from_57_s(setting: Any, interval_s: float, exp
     assert resolve_reference(setting, interval_s) == expected
 
 
-def test_policy_reference_interval_counts_the_rule_and_the_curves_in_wall_time(tmp_path: Path) -> None:
+def test_policy_reference_interval_counts_the_rule_and_the_curves_in_wall_time(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """``policy.reference_interval_s`` (``auto`` by default since rule five, docs/control.md): at 60 s decisions the
     decider's rule (``mrc``'s settings, or the anchor the shipped policy offsets) and its curves count their intervals
     as 10 s, so a 60 s daemon confirms and gathers evidence as fast in wall time as at 10 s; at 30 s, or set to null,
@@ -82,7 +83,11 @@ def test_policy_reference_interval_counts_the_rule_and_the_curves_in_wall_time(t
         d.run()
         return d.runners[0].policy
 
-    auto, off, at_30 = policy(name="mrc"), policy(name="mrc", reference_interval_s=None), policy(30, name="mrc")
+    with caplog.at_level(logging.INFO, logger="cachetuner.daemon"):
+        auto = policy(name="mrc")
+    assert "t: decisions every 60s; the decider counts its confirmations" in caplog.text  # the operator is told
+    assert "policy.reference_interval_s: auto" in caplog.text
+    off, at_30 = policy(name="mrc", reference_interval_s=None), policy(30, name="mrc")
     for per_interval in (off, at_30):
         assert per_interval.controller.decider.settings.reference_interval_s is None
         assert per_interval.env.cfg.mrc.reference_interval_s is None
