@@ -23,6 +23,7 @@ from cachetuner.env.sim_backend import preload
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import EvalReport, evaluate_controllers
 from cachetuner.evaluation.episode import SUMMARY_FIELDS
+from cachetuner.mrc.rule_settings import ReferenceInterval, resolve_reference, same_interval
 from cachetuner.yamlconfig import validate_options, with_overrides
 
 
@@ -134,6 +135,24 @@ def with_history(env_cfg: EnvConfig, share: float, workload: int = 0) -> tuple[E
     return env_cfg, {"recommended": {"config": config}, "mrc-history": {"config": config}}
 
 
+def wall_time_note(env_cfg: EnvConfig, rule: ReferenceInterval = "auto") -> str | None:
+    """One line when decisions are far enough apart that ``mrc``'s rule (``rule``: its ``reference_interval_s``), the
+    anchor a policy offsets (the env's ``mrc.anchor``) or the curves count their intervals in wall time
+    (``auto`` by default from 57 s), so a reader of a 60 s run knows which rule ran; None where all count per
+    interval (at 10 s always)."""
+    iv = env_cfg.interval_s
+    parts = [("mrc's rule", rule), ("the curves", env_cfg.mrc.reference_interval_s)]
+    if env_cfg.mrc.anchor is not None:
+        parts.insert(1, ("the policy's anchor", env_cfg.mrc.anchor.reference_interval_s))
+    scaled = [(name, ref) for name, ref in ((n, resolve_reference(r, iv)) for n, r in parts)
+              if ref is not None and not same_interval(iv, ref)]
+    if not scaled:
+        return None
+    refs = ", ".join(f"{name} as {ref:g} s" for name, ref in scaled)
+    return (f"decisions every {iv:g} s: intervals counted in wall time ({refs}; reference_interval_s, auto by default "
+            "from 57 s: docs/control.md, rules five and six)")
+
+
 def run_evaluation(
     *,
     model: str | Path | None,
@@ -185,6 +204,9 @@ def run_evaluation(
     built = build_controllers(names, cfg.controllers, seed=seed, model=artifact, params=params_by_name)
     preload(env_cfg, workload)  # a trace that cannot be read fails before the progress display, not inside it
     console = console or Console(stderr=True)
+    note = wall_time_note(env_cfg, cfg.controllers.mrc.reference_interval_s)
+    if note:
+        console.print(f"note: {note}", highlight=False)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as prog:
         tasks = {n: prog.add_task(f"{n}: waiting", total=None) for n in built}
 

@@ -35,7 +35,7 @@ from cachetuner.env import EnvConfig
 from cachetuner.env.prices import PRESETS, PricesConfig
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import evaluate_controllers
-from cachetuner.reports.evaluate import evaluation_env, resolve_train_config, with_history
+from cachetuner.reports.evaluate import evaluation_env, resolve_train_config, wall_time_note, with_history
 from cachetuner.reports.intervals import t_interval
 from cachetuner.reports.paired import log_paired_metrics, paired_against, paired_figure
 from cachetuner.yamlconfig import load_model, with_overrides
@@ -375,7 +375,8 @@ def run_suite(
         tags={"suite": suite.name, "model": str(model or "")}, extra={"suite": suite.name, "full": full, "model": model, "redraw_keys": suite.redraw_keys,
                "overrides": list(overrides or [])},
     )
-    res["notes"] = replacement_notes(res["cells"])
+    note = wall_time_note(cfg.eval_env_config(), cfg.controllers.mrc.reference_interval_s)
+    res["notes"] = replacement_notes(res["cells"]) + ([note] if note else [])
     return res
 
 

@@ -88,3 +88,25 @@ def test_the_curves_sample_as_many_requests_a_second_at_any_interval(reference: 
     # 100 req/s: 100 sampled requests per 10 s need a 10 % rate; counted per 60 s interval, a sixth of it
     assert base_rate(10.0) == pytest.approx(0.1, rel=0.01)  # the trace measures a little over 100 req/s
     assert base_rate(10.0) / base_rate(60.0) == pytest.approx(ratio)
+
+
+def test_evaluate_says_when_intervals_count_in_wall_time() -> None:
+    """``evaluate`` and ``evaluate --suite`` print a note naming what counts in wall time at the run's interval, so a
+    60 s run is not read as the per-interval rule of the earlier interval audits; nothing at 10 or 30 s."""
+    from cachetuner.control.learned import load_policy
+    from cachetuner.reports.evaluate import wall_time_note
+
+    shipped = load_policy("default").env_config
+
+    def at(iv: float, **mrc: object) -> EnvConfig:
+        return EnvConfig.model_validate({**shipped.model_dump(), "interval_s": iv,
+                                         "mrc": {**shipped.mrc.model_dump(), **mrc}})
+
+    assert wall_time_note(at(10.0)) is None and wall_time_note(at(30.0)) is None
+    note = wall_time_note(at(60.0))
+    assert note is not None and note.startswith("decisions every 60 s: intervals counted in wall time (mrc's rule as 10 s, "
+                                                "the policy's anchor as 10 s, the curves as 10 s;")
+    forced = wall_time_note(at(30.0), 10.0)  # a candidate's --set controllers.mrc.reference_interval_s=10 at 30 s
+    assert forced is not None and "(mrc's rule as 10 s;" in forced
+    per_interval = {**shipped.mrc.anchor.model_dump(), "reference_interval_s": None}
+    assert wall_time_note(at(60.0, reference_interval_s=None, anchor=per_interval), None) is None
