@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachetuner.config import Policy, TenantTarget, redis_policies
 from cachetuner.env.config import WorkloadSpec
 from cachetuner.env.prices import PricesConfig
-from cachetuner.mrc.rule_settings import ReferenceInterval, check_reference
+from cachetuner.mrc.rule_settings import ReferenceInterval
 from cachetuner.yamlconfig import load_model
 
 #: Guard names in the default order: cheap vetoes first, clamps next, then time and SLO vetoes.
@@ -160,11 +160,6 @@ class PolicyConfig(BaseModel):
         0.01, gt=0, le=1, description="the hash-sampling rate the curves watch the history at: the target's sampled "
         "stream's (the replayer's --sample-rate, 1 % by default; 1 for a simulated target). A live stream coarser than "
         "this rebuilds the miniature caches once and loses what they watched")
-
-    @field_validator("reference_interval_s", mode="before")
-    @classmethod
-    def _reference(cls, v: Any) -> Any:
-        return check_reference(v)
 
     @model_validator(mode="after")
     def _check(self) -> PolicyConfig:

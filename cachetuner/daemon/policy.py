@@ -51,6 +51,7 @@ from cachetuner.mrc.rule_settings import (
     AUTO_WALL_TIME_FROM_S,
     MEASURED_INTERVAL_S,
     MRCControlSettings,
+    reference_in_force,
     resolve_reference,
     same_interval,
 )
@@ -365,7 +366,7 @@ def make_policy(cfg: DaemonConfig, target: TargetConfig, backend: BackendRef) ->
     pace_s = decision_interval_s(cfg, target)
     reference_s = resolve_reference(cfg.policy.reference_interval_s, pace_s)
     env_cfg, settings = with_reference_interval(env_cfg, settings, reference_s)
-    if reference_s is not None and not same_interval(pace_s, reference_s):
+    if reference_in_force(reference_s, pace_s) is not None:
         log.info("%s: decisions every %gs; the decider counts its confirmations, payback and smoothing in wall time, "
                  "as intervals of %gs (policy.reference_interval_s: %s)", target.name, pace_s, reference_s,
                  cfg.policy.reference_interval_s)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from cachetuner.config import Policy
 from cachetuner.keysample import MODULUS
 from cachetuner.mrc.knobs import KnobVariant
-from cachetuner.mrc.rule_settings import MRCControlSettings, ReferenceInterval, check_reference
+from cachetuner.mrc.rule_settings import MRCControlSettings, ReferenceInterval
 
 
 def _default_policies() -> list[Policy]:
@@ -123,11 +123,6 @@ class MRCConfig(BaseModel):
         "observation features are relative to); None = the `mrc` controller's defaults. A training config fills "
         "it from its `controllers.mrc`, so the resolved config a model ships with pins the rule it was trained "
         "around and the controller it is compared with is the same rule")
-
-    @field_validator("reference_interval_s", mode="before")
-    @classmethod
-    def _reference(cls, v: object) -> object:
-        return check_reference(v)
 
     def pin_anchor(self, rule: MRCControlSettings) -> None:
         """Make ``rule`` (a config's ``controllers.mrc``) the anchor's, unless ``anchor`` names its own."""

@@ -6,12 +6,24 @@ and their measured reasons are most of the text, and config loaders need them wi
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-#: a ``reference_interval_s`` setting: seconds, ``auto`` (see :func:`resolve_reference`) or None (per interval)
-ReferenceInterval = float | Literal["auto"] | None
+
+def check_reference(v: Any) -> Any:
+    """A ``reference_interval_s`` value as given in a config: one line for a bad one, not one per member of the
+    union."""
+    if v is None or v == "auto":
+        return v
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):
+        raise ValueError(f"{v!r}: give seconds > 0, auto or null")
+    return float(v)
+
+
+#: a ``reference_interval_s`` setting: seconds, ``auto`` (see :func:`resolve_reference`) or None (per interval);
+#: validated once here for every config that takes one (one line for a bad value)
+ReferenceInterval = Annotated[float | Literal["auto"] | None, BeforeValidator(check_reference)]
 
 
 class MRCControlSettings(BaseModel):
@@ -306,16 +318,11 @@ class MRCControlSettings(BaseModel):
         "policy in force (cachetuner.mrc.knobs). False: the knobs stay the base config's"
     )
 
-    @field_validator("reference_interval_s", mode="before")
-    @classmethod
-    def _reference(cls, v: Any) -> Any:
-        return check_reference(v)
-
     def scaled_to(self, interval_s: float) -> MRCControlSettings:
         """These settings for decisions ``interval_s`` apart (see ``reference_interval_s``); ``self`` when they need
         no scaling."""
-        ref = resolve_reference(self.reference_interval_s, interval_s)
-        if ref is None or interval_s <= 0 or same_interval(interval_s, ref):
+        ref = reference_in_force(self.reference_interval_s, interval_s)
+        if ref is None or interval_s <= 0:
             return self
         k = ref / interval_s
 
@@ -362,15 +369,12 @@ def resolve_reference(setting: ReferenceInterval, interval_s: float) -> float | 
     return MEASURED_INTERVAL_S if interval_s >= AUTO_WALL_TIME_FROM_S else None
 
 
-def check_reference(v: Any) -> Any:
-    """A ``reference_interval_s`` value as given in a config: one line for a bad one, not one per member of the
-    union."""
-    if v is None or v == "auto":
-        return v
-    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):
-        raise ValueError(f"{v!r}: give seconds > 0, auto or null")
-    return float(v)
+def reference_in_force(setting: ReferenceInterval, interval_s: float) -> float | None:
+    """The reference the counts are scaled to at decisions ``interval_s`` apart: :func:`resolve_reference`'s, or None
+    where they stay as given (per interval, or an interval within 5 % of the reference)."""
+    ref = resolve_reference(setting, interval_s)
+    return None if ref is None or same_interval(interval_s, ref) else ref
 
 
 __all__ = ["AUTO_WALL_TIME_FROM_S", "MEASURED_INTERVAL_S", "MRCControlSettings", "ReferenceInterval", "check_reference",
-           "resolve_reference", "same_interval"]
+           "reference_in_force", "resolve_reference", "same_interval"]

@@ -23,7 +23,7 @@ from cachetuner.env.sim_backend import preload
 from cachetuner.errors import ConfigError
 from cachetuner.evaluation.compare import EvalReport, evaluate_controllers
 from cachetuner.evaluation.episode import SUMMARY_FIELDS
-from cachetuner.mrc.rule_settings import ReferenceInterval, resolve_reference, same_interval
+from cachetuner.mrc.rule_settings import ReferenceInterval, reference_in_force
 from cachetuner.yamlconfig import validate_options, with_overrides
 
 
@@ -144,8 +144,7 @@ def wall_time_note(env_cfg: EnvConfig, rule: ReferenceInterval = "auto") -> str 
     parts = [("mrc's rule", rule), ("the curves", env_cfg.mrc.reference_interval_s)]
     if env_cfg.mrc.anchor is not None:
         parts.insert(1, ("the policy's anchor", env_cfg.mrc.anchor.reference_interval_s))
-    scaled = [(name, ref) for name, ref in ((n, resolve_reference(r, iv)) for n, r in parts)
-              if ref is not None and not same_interval(iv, ref)]
+    scaled = [(name, ref) for name, ref in ((n, reference_in_force(r, iv)) for n, r in parts) if ref is not None]
     if not scaled:
         return None
     refs = ", ".join(f"{name} as {ref:g} s" for name, ref in scaled)
