@@ -31,3 +31,18 @@ def test_suite_summary_and_hotness_ablation_give_the_same_interval() -> None:
     assert mean_ci(regrets)["ci"] == pytest.approx(ci)
     normal_half = 1.96 * np.std(regrets, ddof=1) / math.sqrt(8)
     assert (ci[1] - ci[0]) / 2 > 1.2 * normal_half
+
+
+def test_suite_summary_regret_from_first_decision_needs_every_cell() -> None:
+    """The mean and worst regret from the first decision on, over cells that all carry it; results written before it
+    existed (no field in some cell) give None rather than a mean over a subset."""
+    def cell(r: float, rfd: float | None) -> dict:
+        t = {"regret": r, "savings_vs_default": 0.1, "hit_ratio": 0.5, "mean_maxmemory_bytes": 1.0}
+        if rfd is not None:
+            t["regret_from_first_decision"] = rfd
+        return {"tuners": {"mrc": t}}
+
+    s = summarise_cells([cell(0.03, 0.01), cell(0.05, 0.04), cell(0.00, -0.01)])["mrc"]
+    assert s["regret_from_first_decision"] == pytest.approx({"mean": 0.04 / 3, "max": 0.04})
+    assert s["regret"]["mean"] == pytest.approx(0.08 / 3)
+    assert summarise_cells([cell(0.03, 0.01), cell(0.05, None)])["mrc"]["regret_from_first_decision"] is None

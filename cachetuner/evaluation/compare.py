@@ -58,17 +58,39 @@ class EvalReport:
         return {k: [asdict(x) for x in r.records] for k, r in self.results.items()}
 
 
+def first_interval_cost(result: ControllerResult) -> float | None:
+    """The cost of the episode's first interval, which runs on the controller's first decision: an online
+    controller's made on the warm-up intervals alone, a hindsight reference's on the whole trace."""
+    return float(result.records[0].cost.get("total", 0.0)) if result.records else None
+
+
 def add_relative_figures(results: dict[str, ControllerResult]) -> str | None:
-    """Set ``savings_vs_default`` and ``regret`` in every summary; return the best hindsight name."""
+    """Set ``savings_vs_default``, ``regret``, ``first_interval_cost`` and ``regret_from_first_decision`` in every
+    summary; return the best hindsight name.
+
+    ``regret_from_first_decision`` is the regret with the first interval priced at the best hindsight reference's
+    own first interval: an online controller makes its first decision on the warm-up intervals alone (and ``mrc``
+    and the shipped policy often keep the initial config there), while a hindsight reference holds, from the first
+    request, the config it chose on the whole trace. On short traces at long decision intervals that interval is a
+    visible share of the regret (2026-12-07, decisions every 300 s: 0.75 of 2.61 pp on 84 cells); this figure says
+    how much, and ``regret`` stays the measured one."""
     default = results.get("static-default")
     hind = {k: r for k, r in results.items() if r.hindsight}
     best = min(hind, key=lambda k: hind[k].summary["cost"]) if hind else None
+    best_cost = hind[best].summary["cost"] if best is not None else 0.0
+    best_first = first_interval_cost(hind[best]) if best is not None else None
     for r in results.values():
         cost = r.summary["cost"]
+        first = first_interval_cost(r)
         r.summary["savings_vs_default"] = (
             1.0 - cost / default.summary["cost"] if default is not None and default.summary["cost"] > 0 else None
         )
-        r.summary["regret"] = cost / hind[best].summary["cost"] - 1.0 if best is not None and hind[best].summary["cost"] > 0 else None
+        r.summary["regret"] = cost / best_cost - 1.0 if best_cost > 0 else None
+        r.summary["first_interval_cost"] = first
+        r.summary["regret_from_first_decision"] = (
+            (cost - first + best_first) / best_cost - 1.0
+            if best_cost > 0 and first is not None and best_first is not None else None
+        )
     return best
 
 

@@ -170,6 +170,23 @@ def test_relative_figures(shrink_report) -> None:
     assert min(s[k]["regret"] for k in hind) == pytest.approx(0.0)
 
 
+def test_regret_from_first_decision(shrink_report) -> None:
+    """``regret_from_first_decision`` prices the first interval (run on a decision made from the warm-up intervals
+    alone) at the best hindsight reference's own first interval (run on the config it chose on the whole trace)."""
+    res = shrink_report.results
+    s = {k: r.summary for k, r in res.items()}
+    first = {k: r.records[0].cost["total"] for k, r in res.items()}
+    assert all(s[k]["cost"] == pytest.approx(sum(x.cost["total"] for x in r.records)) for k, r in res.items())
+    best = min((k for k, r in res.items() if r.hindsight), key=lambda k: s[k]["cost"])
+    for k, v in s.items():
+        assert v["first_interval_cost"] == pytest.approx(first[k])
+        assert v["regret_from_first_decision"] == pytest.approx(
+            (v["cost"] - first[k] + first[best]) / s[best]["cost"] - 1)
+    assert s[best]["regret_from_first_decision"] == pytest.approx(0.0)
+    # the shrink workload's initial config is too large, so its first interval costs more than the reference's
+    assert s["static-default"]["regret_from_first_decision"] < s["static-default"]["regret"]
+
+
 def test_mrc_releases_memory_after_the_shift(shrink_report) -> None:
     """mrc follows the shift once its curves' window has moved on (half-life in sampled GETs): slower than
     the hindsight references, which is the price of a curve that does not jump on noise."""
