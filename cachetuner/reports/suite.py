@@ -210,14 +210,13 @@ def summarise_cells(cells: list[dict[str, Any]]) -> dict[str, Any]:
         sav = [r["savings_vs_default"] for r in rows if r.get("savings_vs_default") is not None]
         reg = [r["regret"] for r in rows if r.get("regret") is not None]
         # results written before 2026-12-07 carry no regret_from_first_decision: None then, not a mean of a subset
-        rfd_all = [r.get("regret_from_first_decision") for r in rows]
-        rfd = [float(x) for x in rfd_all if x is not None] if all(x is not None for x in rfd_all) else []
+        rfd = [r.get("regret_from_first_decision") for r in rows]
         out[t] = {
             "savings_vs_default": {"mean": float(np.mean(sav)) if sav else None, "ci": _ci95(sav)},
             "regret": {"mean": float(np.mean(reg)) if reg else None, "ci": _ci95(reg),
                        "max": float(np.max(reg)) if reg else None},
             "regret_from_first_decision": (
-                {"mean": float(np.mean(rfd)), "max": float(np.max(rfd))} if rfd else None
+                {"mean": float(np.mean(rfd)), "max": float(np.max(rfd))} if rfd and None not in rfd else None
             ),
             "hit_ratio": float(np.mean([r["hit_ratio"] for r in rows])),
             "mean_maxmemory_bytes": float(np.mean([r["mean_maxmemory_bytes"] for r in rows])),
