@@ -113,6 +113,8 @@ class MRCDecider:
         self.last: CostCurve | None = None
         self._candidate: tuple[str, int] | None = None
         self._streak = 0
+        self._low_streak = 0  # intervals in a row the optimum has been a smaller, cheaper size (shrink_patience)
+        self._at_edge = False  # the size in force is where a shrink stopped at the band's edge (shrink_patience)
         self._policy_streak = 0  # intervals in a row another policy has been predicted policy_sustained_gain better
         self._held: tuple[int, str] | None = None  # the (size, policy) the hit tracker below measures
         self._held_hits = 0.0
@@ -214,6 +216,10 @@ class MRCDecider:
         now = cc.cost_at(cur.maxmemory_policy, cur.maxmemory)
         if now != now:  # no curve for the policy in force (e.g. a volatile-* policy): move as soon as confirmed
             return self._move(cur, target) if self._streak >= s.confirm else cur
+        settled = self._settled_shrink(cc, best_policy, cur, space, now)
+        if settled is not None and curves.ready(s.shrink_min_weight) and self._repays(
+                curves, prices, cur, settled, now - cc.cost_at(*settled)) and not self._regrows(prices, settled[1], space):
+            return self._move(cur, settled)
         shrink = target[1] < cur.maxmemory
         base = self._cold_base
         back = shrink and base is not None and target[1] >= base  # giving back cold growth's unproven bytes
@@ -237,10 +243,32 @@ class MRCDecider:
             return cur
         if shrink and self._regrows(prices, target[1], space):
             return cur
-        if saving * s.payback_intervals <= (prices.switch + self._refill_cost(curves, prices, cur, target)
-                                            + self._switch_transient(prices, cur, target[0])):
+        if not self._repays(curves, prices, cur, target, saving):
             return cur
-        return self._move(cur, target)
+        moved = self._move(cur, target)
+        self._at_edge = shrink and target[1] > space.clip(cc.best_size)  # a shrink that stopped at the band's edge
+        return moved
+
+    def _repays(self, curves: MissRatioCurves, prices: Prices, cur: RedisConfig, target: tuple[str, int],
+                saving: float) -> bool:
+        """Whether a move's predicted saving per interval repays, within ``payback_intervals``, the switch, the refill
+        of the bytes at stake and a policy switch's transient."""
+        return saving * self.rule.payback_intervals > (prices.switch + self._refill_cost(curves, prices, cur, target)
+                                                       + self._switch_transient(prices, cur, target[0]))
+
+    def _settled_shrink(self, cc: CostCurve, policy: str, cur: RedisConfig, space: ConfigSpace,
+                        now: float) -> tuple[str, int] | None:
+        """``shrink_patience``: the optimum to shrink to once it has been a smaller size of the policy in force,
+        predicted cheaper than ``now``, for that many intervals in a row (None until then, or when off)."""
+        n = self.rule.shrink_patience
+        if n is None:
+            return None
+        opt = int(space.clip(cc.best_size))
+        # only from the edge a shrink of the rule stopped at: everywhere else the band guards a size the rule chose
+        # or grew to (a young curve underrates a large cache: ARC P2's late reuse, seen)
+        lower = self._at_edge and policy == cur.maxmemory_policy and opt < cur.maxmemory and cc.cost_at(policy, opt) < now
+        self._low_streak = self._low_streak + 1 if lower else 0
+        return (policy, opt) if lower and self._low_streak >= n else None
 
     def decide_after(
         self, snap: MetricsSnapshot, curves: MissRatioCurves | None, prices: Prices, cur: RedisConfig, space: ConfigSpace,
@@ -456,6 +484,8 @@ class MRCDecider:
         return int(ok.max() if ok.max() < current else ok.min())
 
     def _move(self, cur: RedisConfig, target: tuple[str, int]) -> RedisConfig:
+        self._low_streak = 0  # shrink_patience counts from the size in force
+        self._at_edge = False
         self._cold_base = None  # a size the rule chose on evidence: its shrink gates hold from now on
         return cur.evolve(maxmemory=target[1], maxmemory_policy=target[0])
 

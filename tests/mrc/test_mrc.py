@@ -877,3 +877,42 @@ def test_a_floor_in_requests_keeps_short_phases_of_a_slow_stream_from_restarting
     fast = _regime_estimator(tr, **base, short_window_min_requests=1000)
     fast_cfg = fast.cfg.model_copy(update={"rate": 0.05})
     assert MRCEstimator(fast_cfg, (2 << 20, 24 << 20), n_keys_hint=tr.n_keys).short_half_life == 100  # 50 < 100
+
+
+def test_shrink_patience_walks_from_the_bands_edge_to_a_lasting_optimum() -> None:
+    """``shrink_patience``: on a flat LRU curve (30 % hits at every size) the optimum is the smallest size, but a
+    shrink goes only to the edge of the 3 % band, and from there the saving left is within the band by construction:
+    without patience the cache holds that edge for good; with it, once the optimum has been the smaller, cheaper
+    size for that many intervals in a row, the rule moves there. Only from where a shrink of its own stopped: a size it
+    started at (or grew to) within the band is held, and a curve that never points lower never moves it."""
+    from cachetuner.mrc import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(1 << 20, 64 << 20, 8).astype(np.int64)
+    ev = {"allkeys-lru": np.full(8, 5000.0)}
+    space = ConfigSpace(min_bytes=1 << 20, max_bytes=64 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    # 64 MiB is worth 60 units an interval against 700 misses at one unit: the band (3 %) spans about half the range
+    prices = Prices(memory_per_gib_hour=345_600.0, miss=1.0, switch=0.0, interval_s=10)
+
+    def run(hit: np.ndarray, n: int, start: int = 64 << 20, **settings: object) -> list[int]:
+        curves = MissRatioCurves(sizes, {"allkeys-lru": hit}, weight=dict(ev), evidence=ev)
+        dec = MRCDecider(MRCControlSettings(confirm=1, shrink_confirm=1, min_weight=0, shrink_min_weight=0,
+                                            fill_headroom=None, **settings))  # type: ignore[arg-type]
+        cur, seen = RedisConfig(maxmemory=start, maxmemory_policy="allkeys-lru"), []
+        for _ in range(n):
+            cur = dec.decide(curves, prices, 1000.0, cur, space)
+            seen.append(cur.maxmemory)
+        return seen
+
+    flat = np.full(8, 0.3)
+    held = run(flat, 12)
+    edge = held[0]
+    assert sizes[0] < edge < 64 << 20 and set(held) == {edge}  # the band's edge, for good
+    walked = run(flat, 12, shrink_patience=5)
+    assert walked[:5] == [edge] * 5  # the streak restarts at the edge: five intervals there ...
+    assert set(walked[5:]) == {int(sizes[0])}  # ... then the optimum, and it stays
+    assert run(flat, 12, start=edge, shrink_patience=5) == [edge] * 12  # started there: the band holds it
+    # a curve whose optimum is the size in force: patience never fires
+    steep = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.95])
+    assert run(steep, 12, shrink_patience=1) == [64 << 20] * 12
