@@ -73,7 +73,11 @@ class MRCControlSettings(BaseModel):
         "band's edge (drop as little warm data as the curve insists on), and from there the saving left is within the "
         "band by construction, so a stable curve held the cache a `hysteresis` share of its cost above the optimum "
         "for good (Corda at `scaled`, seen: 30 MiB against the optimum's 15, 3.0 % of the cost). The band guards "
-        "against one reading's error; a saving predicted every interval for this long is the workload. null = off"
+        "against one reading's error; a saving predicted every interval for this long is the workload. Pre-registered as "
+        "rule eight (2026-12-07) and not adopted: on 236 fresh cells at 10-300 s 30 was cheaper pooled (1.66 -> 1.56 %, "
+        "both controllers) but dearer for mrc at 120 s (+0.14 pp, over the rule's +0.10; ARC P3 at `cheap-backend` "
+        "-2.2 -> +13.1 %), where 30 scaled to 2 intervals is the shortest wait in wall time (docs/control.md). "
+        "null = off"
     )
     shrink_min_weight: float = Field(
         1500.0, ge=0, description="windowed GETs every curve point accounts for before any shrink: a young curve has not "
