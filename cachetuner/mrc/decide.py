@@ -113,6 +113,7 @@ class MRCDecider:
         self.last: CostCurve | None = None
         self._candidate: tuple[str, int] | None = None
         self._streak = 0
+        self._pending: int | None = None  # see decide
         self._low_streak = 0  # intervals in a row the optimum has been a smaller, cheaper size (shrink_patience)
         self._at_edge = False  # the size in force is where a shrink stopped at the band's edge (shrink_patience)
         self._policy_streak = 0  # intervals in a row another policy has been predicted policy_sustained_gain better
@@ -160,6 +161,7 @@ class MRCDecider:
         and ``free_shrink``); ``full``: whether the cache was full (evicting, or near ``maxmemory``) in it, so
         that a cache still filling from cold is not judged by its first hits (``None``: not known, taken as full)."""
         s = self.rule
+        self._pending = None  # a shrink the curve asks for that waits for shrink_min_weight (fill_pending_shrink)
         g = float(gets)
         self.gets = g if self.gets is None else (1 - s.gets_smoothing) * self.gets + s.gets_smoothing * g
         if s.gets_floor_smoothing is not None:
@@ -230,6 +232,7 @@ class MRCDecider:
         free = shrink and (back or freed)
         waits = shrink and not freed and (not back or s.cold_return_waits)  # for shrink_min_weight's evidence
         if waits and not curves.ready(s.shrink_min_weight):
+            self._pending = target[1]
             return cur
         need = s.shrink_confirm if shrink and not free else s.confirm
         if quick and s.budget_quick_confirm is not None and target[1] == cur.maxmemory:  # a policy-only move
@@ -300,7 +303,10 @@ class MRCDecider:
             nxt = self._cold_growth(snap, prices, cur, space)
         if not self._was_ready:
             nxt = self._cold_memory_bound(snap, prices, nxt, space)
-        return self.fill.apply(nxt, snap, space, prices, in_force=in_force)
+        from_s = self.rule.fill_pending_shrink_from_s
+        hold = (self._pending if from_s is not None and self._interval_s is not None and self._interval_s >= from_s
+                and nxt == cur else None)
+        return self.fill.apply(nxt, snap, space, prices, in_force=in_force, hold=hold)
 
     def _at_interval(self, interval_s: float) -> None:
         """Run on ``settings`` scaled to decisions ``interval_s`` apart (``reference_interval_s``), the fill cap's

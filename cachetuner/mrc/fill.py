@@ -68,7 +68,7 @@ class FillCap:
         return cur
 
     def apply(self, intended: RedisConfig, snap: MetricsSnapshot, space: ConfigSpace, prices: Prices | None = None,
-              in_force: int | None = None) -> RedisConfig:
+              in_force: int | None = None, hold: int | None = None) -> RedisConfig:
         """The config to run: ``intended`` with ``maxmemory`` capped while the cache is filling. With
         ``prices``, the cap holds back memory only when ``horizon_intervals`` intervals of it pay for ``2 x`` a
         config change (at list prices a GiB-hour of RAM is worth a few model calls, so a cap would cost more in
@@ -95,7 +95,13 @@ class FillCap:
         # old size, so the cache is full at the new one only if its bytes in use already are
         grew = before > 0 and target > before and prev >= before
         full = used >= FULL_SHARE * target if grew else is_full(snap, target)
-        if (target <= 0 or full or snap.rejected_writes > 0 or snap.stale
+        if (hold is not None and target > 0 and not snap.stale and snap.rejected_writes == 0
+                and intended.maxmemory_policy.startswith("allkeys-")):
+            # a shrink to `hold` is pending (its evidence is not in yet): keep the bytes in use, buy no more
+            cap = int(min(max(used, float(hold), space.min_bytes), target))
+            if cap < target and not self._pays(prices, target, cap, self.horizon_intervals):
+                cap = target
+        elif (target <= 0 or full or snap.rejected_writes > 0 or snap.stale
                 or not intended.maxmemory_policy.startswith("allkeys-")):
             # unlimited or full; the headroom was outrun (evictions, or writes refused); no trustworthy reading; or a
             # policy that may refuse writes instead of evicting at the cap (noeviction, volatile-* with

@@ -916,3 +916,37 @@ def test_shrink_patience_walks_from_the_bands_edge_to_a_lasting_optimum() -> Non
     # a curve whose optimum is the size in force: patience never fires
     steep = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.95])
     assert run(steep, 12, shrink_patience=1) == [64 << 20] * 12
+
+
+def test_fill_pending_shrink_holds_the_bytes_in_use_at_long_intervals() -> None:
+    """``fill_pending_shrink_from_s``: the curve (ready at ``min_weight``) puts the optimum at the smallest size, but a
+    shrink waits for ``shrink_min_weight``'s evidence, so the rule holds the size in force and the fill cap lets the
+    still-filling cache grow into it with headroom. With the setting, at decisions at least that far apart, the cap
+    holds the bytes in use instead (dropping nothing, buying nothing); at shorter intervals, and off, the cap is as
+    before. Once the evidence is in, the shrink itself happens either way."""
+    from cachetuner.metrics import MetricsSnapshot
+    from cachetuner.mrc import MissRatioCurves
+    from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
+    from cachetuner.space import ConfigSpace
+
+    sizes = np.geomspace(8 << 20, 512 << 20, 8).astype(np.int64)
+    space = ConfigSpace(min_bytes=8 << 20, max_bytes=512 << 20, policies=("allkeys-lru",), timeouts=(0,))
+    hit = {"allkeys-lru": np.full(8, 0.02)}  # a scan: memory never pays
+    prices = Prices(memory_per_gib_hour=50.0, miss=0.001, switch=0.0, interval_s=300)
+
+    def first(interval_s: float, evidence: float, **settings: object) -> int:
+        ev = {"allkeys-lru": np.full(8, evidence)}
+        curves = MissRatioCurves(sizes, hit, weight=dict(ev), evidence=ev)
+        dec = MRCDecider(MRCControlSettings(confirm=1, **settings))  # type: ignore[arg-type]
+        cur = RedisConfig(maxmemory=512 << 20, maxmemory_policy="allkeys-lru")
+        snap = MetricsSnapshot(interval_s=interval_s, gets=1000, hits=20, misses=980, sets=980, keys=10_000,
+                               used_memory=100 << 20, maxmemory=512 << 20, config=cur)
+        return dec.decide_after(snap, curves, prices, cur, space).maxmemory
+
+    capped = first(300, 900.0)  # the usual cap: bytes in use plus two intervals of inserts
+    assert (100 << 20) < capped < (512 << 20)
+    assert first(300, 900.0, fill_pending_shrink_from_s=57) == 100 << 20  # held at the bytes in use
+    assert first(30, 900.0, fill_pending_shrink_from_s=57) == capped  # a short interval: the cap as before
+    # the evidence is in: the shrink goes ahead (to the band's edge, below the bytes in use), the setting or not
+    shrunk = first(300, 5000.0)
+    assert shrunk < 100 << 20 and first(300, 5000.0, fill_pending_shrink_from_s=57) == shrunk
