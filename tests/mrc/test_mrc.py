@@ -919,11 +919,11 @@ def test_shrink_patience_walks_from_the_bands_edge_to_a_lasting_optimum() -> Non
 
 
 def test_fill_pending_shrink_holds_the_bytes_in_use_at_long_intervals() -> None:
-    """``fill_pending_shrink_from_s``: the curve (ready at ``min_weight``) puts the optimum at the smallest size, but a
+    """``fill_pending_shrink_from_s`` (57 s by default): the curve (ready at ``min_weight``) puts the optimum at the smallest size, but a
     shrink waits for ``shrink_min_weight``'s evidence, so the rule holds the size in force and the fill cap lets the
     still-filling cache grow into it with headroom. With the setting, at decisions at least that far apart, the cap
-    holds the bytes in use instead (dropping nothing, buying nothing); at shorter intervals, and off, the cap is as
-    before. Once the evidence is in, the shrink itself happens either way."""
+    holds the bytes in use instead (dropping nothing, buying nothing); at shorter intervals, and off (null), the cap is
+    as before. Once the evidence is in, the shrink itself happens either way."""
     from cachetuner.metrics import MetricsSnapshot
     from cachetuner.mrc import MissRatioCurves
     from cachetuner.mrc.decide import MRCControlSettings, MRCDecider
@@ -943,10 +943,11 @@ def test_fill_pending_shrink_holds_the_bytes_in_use_at_long_intervals() -> None:
                                used_memory=100 << 20, maxmemory=512 << 20, config=cur)
         return dec.decide_after(snap, curves, prices, cur, space).maxmemory
 
-    capped = first(300, 900.0)  # the usual cap: bytes in use plus two intervals of inserts
+    capped = first(300, 900.0, fill_pending_shrink_from_s=None)  # off: bytes in use plus two intervals of inserts
     assert (100 << 20) < capped < (512 << 20)
-    assert first(300, 900.0, fill_pending_shrink_from_s=57) == 100 << 20  # held at the bytes in use
-    assert first(30, 900.0, fill_pending_shrink_from_s=57) == capped  # a short interval: the cap as before
+    assert first(300, 900.0) == 100 << 20  # the default (57 s, since 2026-12-07): held at the bytes in use
+    assert first(60, 900.0) == 100 << 20
+    assert first(30, 900.0) == first(30, 900.0, fill_pending_shrink_from_s=None) == capped  # a short interval: as before
     # the evidence is in: the shrink goes ahead (to the band's edge, below the bytes in use), the setting or not
     shrunk = first(300, 5000.0)
-    assert shrunk < 100 << 20 and first(300, 5000.0, fill_pending_shrink_from_s=57) == shrunk
+    assert shrunk < 100 << 20 and first(300, 5000.0, fill_pending_shrink_from_s=None) == shrunk
