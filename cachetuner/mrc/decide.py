@@ -161,7 +161,7 @@ class MRCDecider:
         and ``free_shrink``); ``full``: whether the cache was full (evicting, or near ``maxmemory``) in it, so
         that a cache still filling from cold is not judged by its first hits (``None``: not known, taken as full)."""
         s = self.rule
-        self._pending = None  # a shrink the curve asks for that waits for shrink_min_weight (fill_pending_shrink)
+        self._pending = None  # a shrink the curve asks for that waits for shrink_min_weight (fill_pending_shrink_from_s)
         g = float(gets)
         self.gets = g if self.gets is None else (1 - s.gets_smoothing) * self.gets + s.gets_smoothing * g
         if s.gets_floor_smoothing is not None:

@@ -15,7 +15,8 @@ Only under ``allkeys-*`` policies: under ``noeviction`` or ``volatile-*`` a cach
 writes instead of evicting.
 
 Which decisions it changes: only ``maxmemory``, only downwards from the intended config, never below
-the bounds. The rule that chose the intended config keeps deciding on the intended size (the cap hands
+the bounds. While a shrink the rule wants waits for its evidence (``hold``, at long decision intervals:
+``fill_pending_shrink_from_s``) the cap gives no headroom: the bytes in use, no more. The rule that chose the intended config keeps deciding on the intended size (the cap hands
 it back through :meth:`FillCap.intended`), so it is a layer, not a second controller.
 """
 
@@ -97,8 +98,14 @@ class FillCap:
         full = used >= FULL_SHARE * target if grew else is_full(snap, target)
         if (hold is not None and target > 0 and not snap.stale and snap.rejected_writes == 0
                 and intended.maxmemory_policy.startswith("allkeys-")):
-            # a shrink to `hold` is pending (its evidence is not in yet): keep the bytes in use, buy no more
-            cap = int(min(max(used, float(hold), space.min_bytes), target))
+            # a shrink to `hold` is pending (its evidence is not in yet): keep the bytes in use, buy no more; the limit
+            # in force stays unless the bytes in use are well below it (as below: a cache full at its cap reads a few
+            # KB under it every interval, and re-capping to each reading made a config change an interval)
+            need = max(used, float(hold))
+            want = prev if need <= prev else need
+            if need < self.shrink_below * prev and self._pays(prices, prev, need, self.horizon_intervals):
+                want = need
+            cap = int(min(max(want, space.min_bytes), target))
             if cap < target and not self._pays(prices, target, cap, self.horizon_intervals):
                 cap = target
         elif (target <= 0 or full or snap.rejected_writes > 0 or snap.stale

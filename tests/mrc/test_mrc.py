@@ -948,6 +948,19 @@ def test_fill_pending_shrink_holds_the_bytes_in_use_at_long_intervals() -> None:
     assert first(300, 900.0) == 100 << 20  # the default (57 s, since 2026-12-07): held at the bytes in use
     assert first(60, 900.0) == 100 << 20
     assert first(30, 900.0) == first(30, 900.0, fill_pending_shrink_from_s=None) == capped  # a short interval: as before
+    # held, the cache fills its cap and reads a few KB under it: the limit in force stays (no config change a reading)
+    ev = {"allkeys-lru": np.full(8, 900.0)}
+    curves = MissRatioCurves(sizes, hit, weight=dict(ev), evidence=ev)
+    dec = MRCDecider(MRCControlSettings(confirm=1))
+    cur = RedisConfig(maxmemory=512 << 20, maxmemory_policy="allkeys-lru")
+    held = []
+    dear_misses = Prices(memory_per_gib_hour=50.0, miss=0.01, switch=0.0, interval_s=300)  # hits worth their memory
+    for used in (100 << 20, (100 << 20) - 4096, (100 << 20) - 9000):
+        snap = MetricsSnapshot(interval_s=300, gets=1000, hits=900, misses=100, sets=100, keys=10_000, evictions=50,
+                               used_memory=used, maxmemory=cur.maxmemory, config=cur)
+        cur = dec.decide_after(snap, curves, dear_misses, cur, space)
+        held.append(cur.maxmemory)
+    assert held == [100 << 20] * 3
     # the evidence is in: the shrink goes ahead (to the band's edge, below the bytes in use), the setting or not
     shrunk = first(300, 5000.0)
     assert shrunk < 100 << 20 and first(300, 5000.0, fill_pending_shrink_from_s=None) == shrunk
