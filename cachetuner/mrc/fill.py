@@ -16,7 +16,8 @@ writes instead of evicting.
 
 Which decisions it changes: only ``maxmemory``, only downwards from the intended config, never below
 the bounds. While a shrink the rule wants waits for its evidence (``hold``, at long decision intervals:
-``fill_pending_shrink_from_s``) the cap gives no headroom: the bytes in use, no more. The rule that chose the intended config keeps deciding on the intended size (the cap hands
+``fill_pending_shrink_from_s``) the cap gives no headroom: the bytes in use, no more. The rule that chose the
+intended config keeps deciding on the intended size (the cap hands
 it back through :meth:`FillCap.intended`), so it is a layer, not a second controller.
 """
 
@@ -96,32 +97,30 @@ class FillCap:
         # old size, so the cache is full at the new one only if its bytes in use already are
         grew = before > 0 and target > before and prev >= before
         full = used >= FULL_SHARE * target if grew else is_full(snap, target)
-        if (hold is not None and target > 0 and not snap.stale and snap.rejected_writes == 0
-                and intended.maxmemory_policy.startswith("allkeys-")):
-            # a shrink to `hold` is pending (its evidence is not in yet): keep the bytes in use, buy no more; the limit
-            # in force stays unless the bytes in use are well below it (as below: a cache full at its cap reads a few
-            # KB under it every interval, and re-capping to each reading made a config change an interval)
-            need = max(used, float(hold))
-            want = prev if need <= prev else need
-            if need < self.shrink_below * prev and self._pays(prices, prev, need, self.horizon_intervals):
-                want = need
-            cap = int(min(max(want, space.min_bytes), target))
-            if cap < target and not self._pays(prices, target, cap, self.horizon_intervals):
-                cap = target
-        elif (target <= 0 or full or snap.rejected_writes > 0 or snap.stale
-                or not intended.maxmemory_policy.startswith("allkeys-")):
+        capped_policy = intended.maxmemory_policy.startswith("allkeys-")
+        # a shrink to `hold` is pending (its evidence is not in yet): the cap stays on even when the cache is full at it
+        holding = hold is not None and target > 0 and not snap.stale and snap.rejected_writes == 0 and capped_policy
+        if not holding and (target <= 0 or full or snap.rejected_writes > 0 or snap.stale or not capped_policy):
             # unlimited or full; the headroom was outrun (evictions, or writes refused); no trustworthy reading; or a
             # policy that may refuse writes instead of evicting at the cap (noeviction, volatile-* with
             # keys that have no TTL): no cap
             cap = target
         else:
-            need = self.need(snap, grown)
-            want = prev if need <= prev else max(need, prev * self.step)
-            # lowering the limit in force to the need weighs the memory over the horizon only at the first reading
-            # or when usage fell (expired keys): at 1,000 req/s the need swings with the interval's inserts, and a
-            # re-cap on such a swing that paid only over the horizon evicted in the next interval, the cap lifted,
-            # and it went round again, losing hits each time (audit 2's orm-night cell at cheap-backend, +6.8 %)
-            horizon = self.horizon_intervals if first or grown < 0.0 else 1.0
+            if holding and hold is not None:  # (hold is not None: for the type checker)
+                # keep the bytes in use and buy no more; the limit in force stays unless they are well below it (a
+                # cache full at its cap reads a few KB under it every interval: a re-cap to each reading was a config
+                # change an interval)
+                need = max(used, float(hold))
+                raised, horizon = need, self.horizon_intervals
+            else:
+                need = self.need(snap, grown)
+                raised = max(need, prev * self.step)
+                # lowering the limit in force to the need weighs the memory over the horizon only at the first reading
+                # or when usage fell (expired keys): at 1,000 req/s the need swings with the interval's inserts, and a
+                # re-cap on such a swing that paid only over the horizon evicted in the next interval, the cap lifted,
+                # and it went round again, losing hits each time (audit 2's orm-night cell at cheap-backend, +6.8 %)
+                horizon = self.horizon_intervals if first or grown < 0.0 else 1.0
+            want = prev if need <= prev else raised
             if need < self.shrink_below * prev and self._pays(prices, prev, need, horizon):
                 want = need
             cap = int(min(max(want, space.min_bytes), target))
