@@ -114,6 +114,7 @@ class MRCDecider:
         self._candidate: tuple[str, int] | None = None
         self._streak = 0
         self._pending: int | None = None  # see decide
+        self._opt_below = False  # see decide
         self._low_streak = 0  # intervals in a row the optimum has been a smaller, cheaper size (shrink_patience)
         self._at_edge = False  # the size in force is where a shrink stopped at the band's edge (shrink_patience)
         self._policy_streak = 0  # intervals in a row another policy has been predicted policy_sustained_gain better
@@ -122,6 +123,8 @@ class MRCDecider:
         self._held_n = 0
         self._held_gets = 0.0  # GETs served by that config since it was full (free_shrink_min_gets)
         self._seen = 0  # intervals decide_after has seen since the reset (the cold phase, budget_quick_intervals)
+        self._gets_seen = 0.0  # GETs decide_after has seen since the reset (cold_growth_reach)
+        self._keys = 0.0  # the keys in the cache at the last fresh interval (cold_growth_reach)
         self._cold_hits = 0.0  # hits and misses summed over the cold phase's fresh intervals (cold_memory_bound)
         self._cold_misses = 0.0
         self._cold_n = 0
@@ -150,8 +153,10 @@ class MRCDecider:
 
     def _young_window(self) -> bool:
         """Within ``cold_growth_intervals`` intervals of a reset that was not warm (cold growth's extension)."""
-        n = self.rule.cold_growth_intervals
-        return n is not None and self._seen <= n and not self._warm
+        if self._warm:
+            return False
+        n, reach = self.rule.cold_growth_intervals, self.rule.cold_growth_reach
+        return (n is not None and self._seen <= n) or (reach is not None and self._gets_seen < reach * self._keys)
 
     def decide(
         self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace,
@@ -162,6 +167,7 @@ class MRCDecider:
         that a cache still filling from cold is not judged by its first hits (``None``: not known, taken as full)."""
         s = self.rule
         self._pending = None  # a shrink the curve asks for that waits for shrink_min_weight (fill_pending_shrink_from_s)
+        self._opt_below = False  # curves with a shrink's evidence put the optimum at or below cur (cold_growth_heeds_optimum)
         g = float(gets)
         self.gets = g if self.gets is None else (1 - s.gets_smoothing) * self.gets + s.gets_smoothing * g
         if s.gets_floor_smoothing is not None:
@@ -191,6 +197,7 @@ class MRCDecider:
         self.last = cc
         if not cc.cost:
             return cur
+        self._opt_below = curves.ready(s.shrink_min_weight) and cc.best_size <= cur.maxmemory
         best_policy = cc.best_policy
         # policies within the hysteresis band of each other: keep the one in force (no flapping)
         if (cur.maxmemory_policy in cc.cost and cur.maxmemory_policy != best_policy
@@ -293,6 +300,9 @@ class MRCDecider:
         # one interval, and the rule cannot move on evidence before a target has won `confirm` intervals anyway
         if self._start_used is None and not snap.stale:
             self._start_used = float(snap.used_memory)
+        if not snap.stale:
+            self._gets_seen += max(float(snap.gets), 0.0)
+            self._keys = max(float(snap.keys), 0.0)
         self._was_ready = self._was_ready or (curves is not None and curves.ready(self.rule.min_weight)
                                               and self._seen >= self.rule.confirm)
         # free_shrink_full_at_size: the evidence counts a cache full at the chosen size, not one evicting behind a smaller limit
@@ -367,12 +377,12 @@ class MRCDecider:
         the reset (or within ``cold_growth_intervals`` of a cold reset: curves that watched history are not young),
         and the interval's hits worth at least the memory held. Else ``cur``."""
         s = self.rule
-        late = self._was_ready and not self._young_window()
+        late = self._was_ready and (not self._young_window() or (s.cold_growth_heeds_optimum and self._opt_below))
         if (not s.cold_growth or self.fill is None or late or not cur.maxmemory_policy.startswith("allkeys-")
                 or snap.hits * prices.miss < prices.memory_cost(cur.maxmemory)):
             return cur
-        if self._cold_base is None:
-            self._cold_base = cur.maxmemory
+        if self._cold_base is None or (s.cold_growth_rebase and self._was_ready):
+            self._cold_base = cur.maxmemory  # once the curves are ready, a size the rule held on them is the status quo
         return cur.evolve(maxmemory=space.clip(s.cold_growth * max(cur.maxmemory, self.fill.need(snap))))
 
     def _free_growth(self, prices: Prices, size: int, space: ConfigSpace, misses: float | None = None) -> bool:

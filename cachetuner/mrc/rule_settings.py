@@ -216,6 +216,32 @@ class MRCControlSettings(BaseModel):
         "Adopted 2026-12-06 by the rule written before window audits 9 and 10 ran (docs/control.md). null = only while "
         "cold (the rule before)"
     )
+    cold_growth_reach: float | None = Field(
+        None, gt=0, description="cold growth's young window also lasts while the GETs seen since the reset are fewer "
+        "than this many times the keys in the cache: a curve cannot hold a reuse longer than its history, and a full "
+        "cache of K keys evicts what is next read about K requests later, so until the history is several times K the "
+        "curve cannot tell whether a larger cache would pay (a working set that keeps growing). Counts requests, not "
+        "intervals, so it means the same at any interval length. Found at 120 s decisions (ARC P2 with lognormal sizes "
+        "at 30 req/s, `cheap-backend`): the window of cold_growth_intervals ended after one interval, the full cache "
+        "held 957 MiB for 14 intervals while its data kept growing, and what it evicted was read again an hour later "
+        "(regret 9.5 %). null = off (cold_growth_intervals alone)"
+    )
+    cold_growth_rebase: bool = Field(
+        False, description="a cold growth after the curves are first ready (the young window) takes the size it grows "
+        "from as the status quo that giving back cold growth's bytes returns to (cold_return_waits), instead of the "
+        "size before the first cold growth: the rule held that size on ready curves, so it was chosen on evidence. "
+        "Found with cold_growth_reach (LIRS ps with LLM sizes at 10 req/s, 30 s): ten intervals after the growth "
+        "began, a return went all the way back to the 7 MiB the cache started with and lost its data (+6.4 %). "
+        "false = the size before the first cold growth"
+    )
+    cold_growth_heeds_optimum: bool = Field(
+        False, description="in cold growth's young window (after the curves are first ready, within "
+        "cold_growth_intervals), no growth once the curves hold shrink_min_weight's evidence and their optimum is at or "
+        "below the size in force: a curve with a shrink's evidence that asks for less memory is not the young curve "
+        "cold_growth_intervals guards against (one that has not yet seen the working set's reuse and asks for more). "
+        "Found at 300 s decisions (web12 and LIRS sprite at `scaled`): the first decision grew 17 to 34 MiB and 25 to "
+        "47 MiB while curves with 3,937 GETs of evidence put the optimum at 10 and 19 MiB. false = the rule before"
+    )
     cold_return_waits: bool = Field(
         True, description="giving back cold growth's bytes (a shrink that keeps at least the size before the growth) "
         "skips shrink_confirm but waits for shrink_min_weight's evidence like any other shrink: the young curve that "

@@ -280,3 +280,51 @@ def test_free_shrink_full_at_size_ignores_evictions_behind_a_smaller_limit() -> 
     assert run(True, [behind] * 4) == [chosen.maxmemory] * 4
     # full at the chosen size, the same hits are evidence either way
     assert run(True, [at_size] * 4)[-1] < chosen.maxmemory
+
+
+def test_cold_growth_heeds_an_optimum_at_or_below_the_size_in_force() -> None:
+    """``cold_growth_heeds_optimum``: in the young window (curves ready, within ``cold_growth_intervals``), curves
+    with a shrink's evidence (``shrink_min_weight``) that put the optimum at or below the size in force stop cold
+    growth: the full cache keeps its size (the rule, with a wide band, holds it). Curves whose optimum lies above it,
+    or with less evidence than a shrink needs, still let it grow, as without the setting."""
+    def first(hit: np.ndarray, evidence: float, heeds: bool) -> int:
+        rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=4,
+                                             cold_growth_heeds_optimum=heeds))
+        assert rule.fill is not None
+        sizes = np.geomspace(SPACE.min_bytes, SPACE.max_bytes, 8)
+        curves = MissRatioCurves(sizes, hit={"allkeys-lru": hit}, weight={"allkeys-lru": np.full(8, evidence)},
+                                 evidence={"allkeys-lru": np.full(8, evidence)})
+        out = rule.decide_after(_full(START.maxmemory), curves, PRICES, START, SPACE)
+        assert rule.last is not None and rule.last.best_policy == "allkeys-lru"
+        below = rule.last.best_size <= START.maxmemory
+        assert below == bool(hit[0] == hit[-1])  # the flat curve's optimum is the smallest size, the rising one's above
+        return rule.fill.intended(out).maxmemory
+
+    flat, rising = np.full(8, 0.5), np.linspace(0.3, 0.9, 8)
+    assert first(flat, 10_000.0, heeds=False) > START.maxmemory  # the rule before: cold growth regardless
+    assert first(flat, 10_000.0, heeds=True) == START.maxmemory  # a shrink's evidence for less memory: no growth
+    assert first(flat, 1_000.0, heeds=True) > START.maxmemory  # ready (min_weight) but short of a shrink's evidence
+    assert first(rising, 10_000.0, heeds=True) == first(rising, 10_000.0, heeds=False) > START.maxmemory
+
+
+def test_cold_growth_reach_keeps_growing_until_the_history_is_that_many_times_the_keys() -> None:
+    """``cold_growth_reach``: with curves ready at once and no interval window (``cold_growth_intervals`` null), a full
+    cache keeps growing while the GETs seen since the reset are fewer than ``reach`` times the keys in the cache (here
+    2,000 GETs an interval, 10,000 keys, reach 1: intervals 1-4), then holds; the rule's own decisions come first, and
+    a warm start has no young window at all."""
+    def sizes(reach: float | None, warm: bool = False) -> list[int]:
+        rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None,
+                                             cold_growth_reach=reach))
+        rule.reset(warm=warm)
+        assert rule.fill is not None
+        cur, out = START, []
+        for _ in range(6):
+            cur = rule.decide_after(_full(rule.fill.intended(cur).maxmemory), _curves(10_000.0), PRICES, cur, SPACE)
+            out.append(rule.fill.intended(cur).maxmemory)
+        return out
+
+    assert sizes(None) == [START.maxmemory] * 6  # off: ready at the first interval, so no cold growth at all
+    grown = sizes(1.0)
+    assert all(b > a for a, b in zip([START.maxmemory, *grown[:3]], grown[:4], strict=True))  # intervals 1-4 grow
+    assert grown[4] == grown[5] == grown[3]  # 10,000 GETs seen at interval 5: the history reaches the keys, it holds
+    assert sizes(1.0, warm=True) == [START.maxmemory] * 6  # curves that watched history are not young
