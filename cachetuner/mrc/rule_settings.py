@@ -224,15 +224,18 @@ class MRCControlSettings(BaseModel):
         "intervals, so it means the same at any interval length. Found at 120 s decisions (ARC P2 with lognormal sizes "
         "at 30 req/s, `cheap-backend`): the window of cold_growth_intervals ended after one interval, the full cache "
         "held 957 MiB for 14 intervals while its data kept growing, and what it evicted was read again an hour later "
-        "(regret 9.5 %). null = off (cold_growth_intervals alone)"
+        "(regret 9.5 %). Pre-registered as rule ten with 2 (and the two settings below) and not adopted on 136 fresh "
+        "cells: -0.4 pp at 60-300 s, +0.3 and +0.6 pp at 10 and 30 s, where a window that long let one paying interval "
+        "of a mixed trace grow a cache that scans then filled (CloudPhysics at 100 req/s, 30 s: +12.8 pp; "
+        "docs/control.md). null = off (cold_growth_intervals alone)"
     )
     cold_growth_rebase: bool = Field(
         False, description="a cold growth after the curves are first ready (the young window) takes the size it grows "
         "from as the status quo that giving back cold growth's bytes returns to (cold_return_waits), instead of the "
         "size before the first cold growth: the rule held that size on ready curves, so it was chosen on evidence. "
         "Found with cold_growth_reach (LIRS ps with LLM sizes at 10 req/s, 30 s): ten intervals after the growth "
-        "began, a return went all the way back to the 7 MiB the cache started with and lost its data (+6.4 %). "
-        "false = the size before the first cold growth"
+        "began, a return went all the way back to the 7 MiB the cache started with and lost its data (+6.4 %). Part "
+        "of rule ten, not adopted (see cold_growth_reach). false = the size before the first cold growth"
     )
     cold_growth_heeds_optimum: bool = Field(
         False, description="in cold growth's young window (after the curves are first ready, within "
@@ -240,7 +243,8 @@ class MRCControlSettings(BaseModel):
         "below the size in force: a curve with a shrink's evidence that asks for less memory is not the young curve "
         "cold_growth_intervals guards against (one that has not yet seen the working set's reuse and asks for more). "
         "Found at 300 s decisions (web12 and LIRS sprite at `scaled`): the first decision grew 17 to 34 MiB and 25 to "
-        "47 MiB while curves with 3,937 GETs of evidence put the optimum at 10 and 19 MiB. false = the rule before"
+        "47 MiB while curves with 3,937 GETs of evidence put the optimum at 10 and 19 MiB. Part of rule ten, not "
+        "adopted (see cold_growth_reach). false = the rule before"
     )
     cold_return_waits: bool = Field(
         True, description="giving back cold growth's bytes (a shrink that keeps at least the size before the growth) "

@@ -62,7 +62,7 @@ def test_a_cache_whose_hits_do_not_cover_its_memory_does_not_grow() -> None:
 def test_cold_growth_stops_for_good_once_the_curves_have_been_ready() -> None:
     # the rule itself will not move within this test; confirm=1 so that the curves' weight alone ends the cold phase
     # (cold_growth_intervals off: the cold phase's own end; the setting's extension is tested below)
-    rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None))
+    rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None, cold_growth_reach=None))
     assert rule.decide_after(_full(START.maxmemory), _curves(10_000.0), PRICES, START, SPACE) == START
     # the shift test restarted the window (young curves again): the cache holds the old regime's data
     assert rule.decide_after(_full(START.maxmemory), _curves(10.0), PRICES, START, SPACE) == START
@@ -132,7 +132,7 @@ def test_once_the_curves_are_ready_it_gives_the_unproven_bytes_back_without_wait
             sizes_run.append(rule.fill.intended(cur).maxmemory)
         return sizes_run
 
-    young = {"cold_growth_intervals": None}  # the cold phase's own end (the extension past it is tested below)
+    young = {"cold_growth_intervals": None, "cold_growth_reach": None}  # the cold phase's own end (the extension past it is tested below)
     grown = run(MRCControlSettings(cold_return_waits=False, **young))  # the rule before 2026-12-03 (evening)
     # the cold phase lasts `confirm` (3) intervals however much weight the curves have, so the cache, still full,
     # grows once more in the second; then the same target must win 3 intervals in a row
@@ -165,10 +165,10 @@ def test_before_the_curves_are_ready_free_growth_bets_up_to_cold_free_growth_of_
     assert cur.maxmemory < out.maxmemory < space.max_bytes  # capped at the bytes in use + headroom
     # curves ready from the start (confirm=1: the weight alone ends the cold phase; the rule does not move)
     # (cold_growth_intervals off: cold growth, which would also grow this full cache, is tested above and below)
-    ready = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None))
+    ready = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None, cold_growth_reach=None))
     assert ready.decide_after(snap, _curves(10_000.0), scaled, cur, space) == cur
     once = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None,
-                                         cold_growth_intervals=None))  # ready once, then young again (a shift-test restart)
+                                         cold_growth_intervals=None, cold_growth_reach=None))  # ready once, then young again (a shift-test restart)
     once.decide_after(snap, _curves(10_000.0), scaled, cur, space)
     assert once.decide_after(snap, _curves(10.0), scaled, cur, space) == cur
     off = MRCDecider(MRCControlSettings(cold_free_growth=None, cold_growth=None))
@@ -182,7 +182,7 @@ def test_the_cold_phase_lasts_confirm_intervals_even_when_the_curves_are_ready_a
     longer than one interval: cold growth still runs until ``confirm`` intervals have been seen (and, by default
     since 2026-12-06, through ``cold_growth_intervals``: off here, tested below)."""
     rule = MRCDecider(MRCControlSettings(hysteresis=10.0, hysteresis_growth=None,
-                                         cold_growth_intervals=None))  # the rule itself will not move within this test
+                                         cold_growth_intervals=None, cold_growth_reach=None))  # the rule itself will not move within this test
     assert rule.settings.confirm == 3
     cur, grown = START, []
     for _ in range(4):
@@ -244,7 +244,8 @@ def test_cold_growth_intervals_keeps_growing_a_full_cache_for_that_many_interval
     cache whose hits pay for its memory keeps growing under the fill cap through interval N since the reset, not
     after; the rule's own decisions (here: hold, with a wide band) come first."""
     def sizes(n: int | None) -> list[int]:
-        rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=n))
+        rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=n,
+                                             cold_growth_reach=None, cold_growth_heeds_optimum=False))
         assert rule.fill is not None  # cold growth needs the fill cap (on by default)
         cur, out = START, []
         for _ in range(6):
@@ -256,7 +257,8 @@ def test_cold_growth_intervals_keeps_growing_a_full_cache_for_that_many_interval
     grown = sizes(4)
     assert all(b > a for a, b in zip([START.maxmemory, *grown[:3]], grown[:4], strict=True))  # intervals 1-4 grow
     assert grown[4] == grown[5] == grown[3]  # then the size holds
-    warm = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=4))
+    warm = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=4,
+                                         cold_growth_reach=None))
     warm.reset(warm=True)  # curves that watched history (mrc-history, the daemon's policy.history) are not young
     assert warm.decide_after(_full(START.maxmemory), _curves(10_000.0), PRICES, START, SPACE) == START
 
@@ -289,7 +291,7 @@ def test_cold_growth_heeds_an_optimum_at_or_below_the_size_in_force() -> None:
     or with less evidence than a shrink needs, still let it grow, as without the setting."""
     def first(hit: np.ndarray, evidence: float, heeds: bool) -> int:
         rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=4,
-                                             cold_growth_heeds_optimum=heeds))
+                                             cold_growth_reach=None, cold_growth_heeds_optimum=heeds))
         assert rule.fill is not None
         sizes = np.geomspace(SPACE.min_bytes, SPACE.max_bytes, 8)
         curves = MissRatioCurves(sizes, hit={"allkeys-lru": hit}, weight={"allkeys-lru": np.full(8, evidence)},
@@ -314,7 +316,7 @@ def test_cold_growth_reach_keeps_growing_until_the_history_is_that_many_times_th
     a warm start has no young window at all."""
     def sizes(reach: float | None, warm: bool = False) -> list[int]:
         rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None,
-                                             cold_growth_reach=reach))
+                                             cold_growth_reach=reach, cold_growth_heeds_optimum=False))
         rule.reset(warm=warm)
         assert rule.fill is not None
         cur, out = START, []
@@ -328,3 +330,24 @@ def test_cold_growth_reach_keeps_growing_until_the_history_is_that_many_times_th
     assert all(b > a for a, b in zip([START.maxmemory, *grown[:3]], grown[:4], strict=True))  # intervals 1-4 grow
     assert grown[4] == grown[5] == grown[3]  # 10,000 GETs seen at interval 5: the history reaches the keys, it holds
     assert sizes(1.0, warm=True) == [START.maxmemory] * 6  # curves that watched history are not young
+
+
+def test_cold_growth_rebase_returns_young_growth_only_to_the_size_held_on_ready_curves() -> None:
+    """``cold_growth_rebase``: the status quo that giving back cold growth's bytes returns to is, once the curves are
+    ready, the size each young growth started from (the rule held it on those curves), not the size before the first
+    growth, which a return long after would otherwise fall back to with everything grown since."""
+    def grow(rebase: bool) -> tuple[list[int], int | None]:
+        rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None,
+                                             cold_growth_reach=1.0, cold_growth_rebase=rebase,
+                                             cold_growth_heeds_optimum=False))
+        assert rule.fill is not None
+        cur, out = START, []
+        for _ in range(4):
+            cur = rule.decide_after(_full(rule.fill.intended(cur).maxmemory), _curves(10_000.0), PRICES, cur, SPACE)
+            out.append(rule.fill.intended(cur).maxmemory)
+        return out, rule._cold_base
+
+    grown, base = grow(False)
+    assert grown[3] > grown[2] > START.maxmemory and base == START.maxmemory  # the size before the first growth
+    grown_rb, base_rb = grow(True)
+    assert grown_rb == grown and base_rb == grown[2]  # the same growth; the return goes to the last size held
