@@ -148,11 +148,12 @@ class MRCDecider:
 
     @property
     def young(self) -> bool:
-        """Cold growth may still act: in the cold phase, or within ``cold_growth_intervals`` of a cold reset."""
+        """Cold growth may still act: in the cold phase, or in the young window after a cold reset (``_young_window``)."""
         return self.cold or self._young_window()
 
     def _young_window(self) -> bool:
-        """Within ``cold_growth_intervals`` intervals of a reset that was not warm (cold growth's extension)."""
+        """Cold growth's extension after a reset that was not warm: within ``cold_growth_intervals`` intervals of it, or
+        (``cold_growth_reach``, an opt-in) while the GETs seen since are fewer than that many times the keys in the cache."""
         if self._warm:
             return False
         n, reach = self.rule.cold_growth_intervals, self.rule.cold_growth_reach
