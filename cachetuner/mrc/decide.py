@@ -198,7 +198,8 @@ class MRCDecider:
         self.last = cc
         if not cc.cost:
             return cur
-        self._opt_below = curves.ready(s.shrink_min_weight) and cc.best_size <= cur.maxmemory
+        heed = s.shrink_min_weight if s.cold_growth_heeds_weight is None else s.cold_growth_heeds_weight
+        self._opt_below = curves.ready(heed) and cc.best_size <= cur.maxmemory
         best_policy = cc.best_policy
         # policies within the hysteresis band of each other: keep the one in force (no flapping)
         if (cur.maxmemory_policy in cc.cost and cur.maxmemory_policy != best_policy

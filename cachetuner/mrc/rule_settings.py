@@ -246,6 +246,13 @@ class MRCControlSettings(BaseModel):
         "47 MiB while curves with 3,937 GETs of evidence put the optimum at 10 and 19 MiB. Part of rule ten, not "
         "adopted (see cold_growth_reach). false = the rule before"
     )
+    cold_growth_heeds_weight: float | None = Field(
+        None, gt=0, description="the evidence (sampled GETs) the curves must hold for cold_growth_heeds_optimum to heed "
+        "their optimum; null = shrink_min_weight's (as rule ten tested it). A lead from rule ten's worst cell "
+        "(CloudPhysics at 100 req/s, 30 s): its ready curves asked for 55-65 MiB against 94-192 MiB in force with "
+        "500-800 sampled GETs of evidence, short of shrink_min_weight, so the guard never fired. Not tested on fresh "
+        "cells"
+    )
     cold_return_waits: bool = Field(
         True, description="giving back cold growth's bytes (a shrink that keeps at least the size before the growth) "
         "skips shrink_confirm but waits for shrink_min_weight's evidence like any other shrink: the young curve that "

@@ -289,9 +289,10 @@ def test_cold_growth_heeds_an_optimum_at_or_below_the_size_in_force() -> None:
     with a shrink's evidence (``shrink_min_weight``) that put the optimum at or below the size in force stop cold
     growth: the full cache keeps its size (the rule, with a wide band, holds it). Curves whose optimum lies above it,
     or with less evidence than a shrink needs, still let it grow, as without the setting."""
-    def first(hit: np.ndarray, evidence: float, heeds: bool) -> int:
+    def first(hit: np.ndarray, evidence: float, heeds: bool, weight: float | None = None) -> int:
         rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=4,
-                                             cold_growth_reach=None, cold_growth_heeds_optimum=heeds))
+                                             cold_growth_reach=None, cold_growth_heeds_optimum=heeds,
+                                             cold_growth_heeds_weight=weight))
         assert rule.fill is not None
         sizes = np.geomspace(SPACE.min_bytes, SPACE.max_bytes, 8)
         curves = MissRatioCurves(sizes, hit={"allkeys-lru": hit}, weight={"allkeys-lru": np.full(8, evidence)},
@@ -306,6 +307,7 @@ def test_cold_growth_heeds_an_optimum_at_or_below_the_size_in_force() -> None:
     assert first(flat, 10_000.0, heeds=False) > START.maxmemory  # the rule before: cold growth regardless
     assert first(flat, 10_000.0, heeds=True) == START.maxmemory  # a shrink's evidence for less memory: no growth
     assert first(flat, 1_000.0, heeds=True) > START.maxmemory  # ready (min_weight) but short of a shrink's evidence
+    assert first(flat, 1_000.0, heeds=True, weight=500.0) == START.maxmemory  # cold_growth_heeds_weight: less will do
     assert first(rising, 10_000.0, heeds=True) == first(rising, 10_000.0, heeds=False) > START.maxmemory
 
 
