@@ -198,8 +198,9 @@ class MRCDecider:
         self.last = cc
         if not cc.cost:
             return cur
-        heed = s.shrink_min_weight if s.cold_growth_heeds_weight is None else s.cold_growth_heeds_weight
-        self._opt_below = curves.ready(heed) and cc.best_size <= cur.maxmemory
+        if s.cold_growth_heeds_optimum:  # an opt-in: no readiness check on every decision when it is off
+            heed = s.shrink_min_weight if s.cold_growth_heeds_weight is None else s.cold_growth_heeds_weight
+            self._opt_below = curves.ready(heed) and cc.best_size <= cur.maxmemory
         best_policy = cc.best_policy
         # policies within the hysteresis band of each other: keep the one in force (no flapping)
         if (cur.maxmemory_policy in cc.cost and cur.maxmemory_policy != best_policy
@@ -376,8 +377,9 @@ class MRCDecider:
     def _cold_growth(self, snap: MetricsSnapshot, prices: Prices, cur: RedisConfig, space: ConfigSpace) -> RedisConfig:
         """``cur`` grown by ``cold_growth`` (see the setting) when it applies to a cache that is full at ``cur``:
         on, with the fill cap, under an ``allkeys-*`` policy (the cap's condition), the curves never ready since
-        the reset (or within ``cold_growth_intervals`` of a cold reset: curves that watched history are not young),
-        and the interval's hits worth at least the memory held. Else ``cur``."""
+        the reset (or in the young window after a cold reset, ``_young_window``: curves that watched history are not
+        young; ``cold_growth_heeds_optimum`` ends it early), and the interval's hits worth at least the memory held.
+        Else ``cur``."""
         s = self.rule
         late = self._was_ready and (not self._young_window() or (s.cold_growth_heeds_optimum and self._opt_below))
         if (not s.cold_growth or self.fill is None or late or not cur.maxmemory_policy.startswith("allkeys-")
