@@ -157,7 +157,16 @@ class MRCDecider:
         if self._warm:
             return False
         n, reach = self.rule.cold_growth_intervals, self.rule.cold_growth_reach
+        if not self._rule_ten():
+            reach = None
         return (n is not None and self._seen <= n) or (reach is not None and self._gets_seen < reach * self._keys)
+
+    def _rule_ten(self) -> bool:
+        """Whether ``cold_growth_reach``, ``cold_growth_rebase`` and ``cold_growth_heeds_optimum`` act at the interval
+        in force (``cold_growth_reach_from_s``: only at decisions that far apart, and not when the interval is not
+        known)."""
+        from_s = self.rule.cold_growth_reach_from_s
+        return from_s is None or (self._interval_s is not None and self._interval_s >= from_s)
 
     def decide(
         self, curves: MissRatioCurves | None, prices: Prices, gets: float, cur: RedisConfig, space: ConfigSpace,
@@ -198,7 +207,7 @@ class MRCDecider:
         self.last = cc
         if not cc.cost:
             return cur
-        if s.cold_growth_heeds_optimum:  # an opt-in: no readiness check on every decision when it is off
+        if s.cold_growth_heeds_optimum and self._rule_ten():  # an opt-in: no readiness check on every decision when off
             heed = s.shrink_min_weight if s.cold_growth_heeds_weight is None else s.cold_growth_heeds_weight
             self._opt_below = curves.ready(heed) and cc.best_size <= cur.maxmemory
         best_policy = cc.best_policy
@@ -381,11 +390,11 @@ class MRCDecider:
         young; ``cold_growth_heeds_optimum`` ends it early), and the interval's hits worth at least the memory held.
         Else ``cur``."""
         s = self.rule
-        late = self._was_ready and (not self._young_window() or (s.cold_growth_heeds_optimum and self._opt_below))
+        late = self._was_ready and (not self._young_window() or self._opt_below)
         if (not s.cold_growth or self.fill is None or late or not cur.maxmemory_policy.startswith("allkeys-")
                 or snap.hits * prices.miss < prices.memory_cost(cur.maxmemory)):
             return cur
-        if self._cold_base is None or (s.cold_growth_rebase and self._was_ready):
+        if self._cold_base is None or (s.cold_growth_rebase and self._rule_ten() and self._was_ready):
             self._cold_base = cur.maxmemory  # once the curves are ready, a size the rule held on them is the status quo
         return cur.evolve(maxmemory=space.clip(s.cold_growth * max(cur.maxmemory, self.fill.need(snap))))
 

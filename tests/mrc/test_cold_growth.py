@@ -353,3 +353,36 @@ def test_cold_growth_rebase_returns_young_growth_only_to_the_size_held_on_ready_
     assert grown[3] > grown[2] > START.maxmemory and base == START.maxmemory  # the size before the first growth
     grown_rb, base_rb = grow(True)
     assert grown_rb == grown and base_rb == grown[2]  # the same growth; the return goes to the last size held
+
+
+def test_cold_growth_reach_from_s_bounds_rule_ten_to_long_intervals() -> None:
+    """``cold_growth_reach_from_s``: ``cold_growth_reach``, ``cold_growth_rebase`` and ``cold_growth_heeds_optimum``
+    act only at decisions at least that many seconds apart. At 10 s with 57 the young window is the one without them
+    (here none: ready at once, no interval window), at 60 s the one with them, as without the bound; the rebase and
+    the optimum guard follow the same switch."""
+    def run(interval_s: int, from_s: float | None, reach: float | None = 1.0, rebase: bool = True,
+            heeds: bool = False, curves: MissRatioCurves | None = None, n: int | None = None,
+            ) -> tuple[list[int], int | None]:
+        rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=n,
+                                             reference_interval_s=interval_s, cold_growth_reach=reach,
+                                             cold_growth_rebase=rebase, cold_growth_heeds_optimum=heeds,
+                                             cold_growth_reach_from_s=from_s))
+        assert rule.fill is not None
+        cur, out = START, []
+        for _ in range(6):
+            snap = dataclasses.replace(_full(rule.fill.intended(cur).maxmemory), interval_s=interval_s)
+            cur = rule.decide_after(snap, curves or _curves(10_000.0), PRICES, cur, SPACE)
+            out.append(rule.fill.intended(cur).maxmemory)
+        return out, rule._cold_base
+
+    short, _ = run(10, 57.0)
+    assert short == run(10, 57.0, reach=None)[0] == [START.maxmemory] * 6  # 10 s: no window by reach
+    long, base = run(60, 57.0)
+    assert (long, base) == run(60, None) and long[3] > long[0] > START.maxmemory  # 60 s: rule ten as without the bound
+    assert base == long[2] and run(60, 57.0, rebase=False)[1] == START.maxmemory  # rebased at 60 s
+    assert run(10, None)[0][3] > START.maxmemory  # no bound: the window by reach at 10 s too
+    flat = MissRatioCurves(np.geomspace(SPACE.min_bytes, SPACE.max_bytes, 8), hit={"allkeys-lru": np.full(8, 0.5)},
+                           weight={"allkeys-lru": np.full(8, 10_000.0)}, evidence={"allkeys-lru": np.full(8, 10_000.0)})
+    assert run(60, 57.0, heeds=True, curves=flat, n=4)[0] == [START.maxmemory] * 6  # the guard acts at 60 s
+    assert run(10, None, heeds=True, curves=flat, n=4)[0] == [START.maxmemory] * 6  # and, unbounded, at 10 s
+    assert run(10, 57.0, heeds=True, curves=flat, n=4)[0][0] > START.maxmemory  # bounded: not at 10 s (window of 4)
