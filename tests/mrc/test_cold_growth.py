@@ -292,7 +292,7 @@ def test_cold_growth_heeds_an_optimum_at_or_below_the_size_in_force() -> None:
     def first(hit: np.ndarray, evidence: float, heeds: bool, weight: float | None = None) -> int:
         rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=4,
                                              cold_growth_reach=None, cold_growth_heeds_optimum=heeds,
-                                             cold_growth_heeds_weight=weight))
+                                             cold_growth_heeds_weight=weight, cold_growth_reach_from_s=None))
         assert rule.fill is not None
         sizes = np.geomspace(SPACE.min_bytes, SPACE.max_bytes, 8)
         curves = MissRatioCurves(sizes, hit={"allkeys-lru": hit}, weight={"allkeys-lru": np.full(8, evidence)},
@@ -318,7 +318,8 @@ def test_cold_growth_reach_keeps_growing_until_the_history_is_that_many_times_th
     a warm start has no young window at all."""
     def sizes(reach: float | None, warm: bool = False) -> list[int]:
         rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None,
-                                             cold_growth_reach=reach, cold_growth_heeds_optimum=False))
+                                             cold_growth_reach=reach, cold_growth_heeds_optimum=False,
+                                             cold_growth_reach_from_s=None))
         rule.reset(warm=warm)
         assert rule.fill is not None
         cur, out = START, []
@@ -341,7 +342,7 @@ def test_cold_growth_rebase_returns_young_growth_only_to_the_size_held_on_ready_
     def grow(rebase: bool) -> tuple[list[int], int | None]:
         rule = MRCDecider(MRCControlSettings(confirm=1, hysteresis=10.0, hysteresis_growth=None, cold_growth_intervals=None,
                                              cold_growth_reach=1.0, cold_growth_rebase=rebase,
-                                             cold_growth_heeds_optimum=False))
+                                             cold_growth_heeds_optimum=False, cold_growth_reach_from_s=None))
         assert rule.fill is not None
         cur, out = START, []
         for _ in range(4):
@@ -359,7 +360,10 @@ def test_cold_growth_reach_from_s_bounds_rule_ten_to_long_intervals() -> None:
     """``cold_growth_reach_from_s``: ``cold_growth_reach``, ``cold_growth_rebase`` and ``cold_growth_heeds_optimum``
     act only at decisions at least that many seconds apart. At 10 s with 57 the young window is the one without them
     (here none: ready at once, no interval window), at 60 s the one with them, as without the bound; the rebase and
-    the optimum guard follow the same switch."""
+    the optimum guard follow the same switch. The rule ships with all four on (rule eleven, 2026-12-08)."""
+    d = MRCControlSettings()
+    assert (d.cold_growth_reach, d.cold_growth_rebase, d.cold_growth_heeds_optimum, d.cold_growth_reach_from_s) == (
+        2.0, True, True, 57.0)
     def run(interval_s: int, from_s: float | None, reach: float | None = 1.0, rebase: bool = True,
             heeds: bool = False, curves: MissRatioCurves | None = None, n: int | None = None,
             ) -> tuple[list[int], int | None]:
