@@ -87,6 +87,15 @@ class MRCControlSettings(BaseModel):
     payback_intervals: float = Field(
         30.0, gt=0, description="a move must repay its switch and refill cost within this many intervals"
     )
+    payback_min_intervals: float | None = Field(
+        None, ge=1, description="payback_intervals scaled to a long interval (reference_interval_s) never falls below "
+        "this many intervals: in wall time the 30 intervals of 10 s are one interval of 300 s, the interval in which a "
+        "growth refills, so a growth had to repay its refill within the refill itself (its saving at least half its "
+        "gross gain), and at 300 s the rule held a cache far below a predicted optimum (orm-night with LLM sizes at 30 "
+        "req/s, `scaled`: 14 MiB held for 40 intervals against a predicted optimum of 39-46 MiB 13-19 % cheaper; "
+        "regret 9.2 %). 3 = the interval that refills and two to repay it; it changes nothing at 100 s or less. "
+        "Pre-registered 2026-12-08 as rule twelve (docs/control.md). null = off (the scaled count, at least one)"
+    )
     min_weight: float = Field(
         500.0, ge=0, description="windowed GETs every curve point accounts for (its evidence) before acting: long reuse "
         "distances show only after a while, and a young curve always favours a small cache. 500 was chosen over 1,000 "
@@ -407,7 +416,7 @@ class MRCControlSettings(BaseModel):
         def weight(w: float | None) -> float | None:
             return None if w is None else min(1.0, 1.0 - (1.0 - w) ** (1.0 / k))
 
-        payback = max(1.0, self.payback_intervals * k)
+        payback = max(1.0, self.payback_min_intervals or 1.0, self.payback_intervals * k)
         return self.model_copy(update={
             "confirm": count(self.confirm), "shrink_confirm": count(self.shrink_confirm),
             "shrink_patience": count(self.shrink_patience),

@@ -53,6 +53,22 @@ def test_at_60_s_the_counts_cover_the_same_wall_clock_time() -> None:
     assert MRCControlSettings(budget_quick_intervals=0, reference_interval_s=10.0).scaled_to(60.0).budget_quick_intervals == 0  # off stays off
 
 
+def test_payback_min_intervals_floors_the_scaled_payback_at_long_intervals() -> None:
+    """``payback_min_intervals``: the payback horizon scaled to a long interval never falls below that many intervals
+    (at 300 s the 300 s of ``payback_intervals`` are one interval, the one in which a growth refills); at 100 s or
+    less with 3 it changes nothing, and off it is the scaled count, at least one."""
+    off = MRCControlSettings(reference_interval_s=10.0, payback_min_intervals=None)
+    on = MRCControlSettings(reference_interval_s=10.0, payback_min_intervals=3.0)
+    assert off.scaled_to(300.0).payback_intervals == pytest.approx(1.0)
+    assert on.scaled_to(300.0).payback_intervals == pytest.approx(3.0)
+    assert (off.scaled_to(120.0).payback_intervals, on.scaled_to(120.0).payback_intervals) == (
+        pytest.approx(2.5), pytest.approx(3.0))
+    for iv in (5.0, 30.0, 60.0, 100.0):
+        assert on.scaled_to(iv).payback_intervals == pytest.approx(off.scaled_to(iv).payback_intervals)
+    assert on.scaled_to(300.0).model_copy(update={"payback_intervals": 1.0, "payback_min_intervals": None}) == (
+        off.scaled_to(300.0))  # nothing else moves
+
+
 def test_the_rule_scales_to_the_interval_it_is_given() -> None:
     d = MRCDecider(MRCControlSettings(reference_interval_s=10.0))
     cur = RedisConfig(maxmemory=64 * MiB, maxmemory_policy="allkeys-lru")
