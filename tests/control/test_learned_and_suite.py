@@ -92,13 +92,16 @@ def test_the_anchor_runs_the_rule_a_policy_was_trained_around(tmp_path: Path) ->
     # 2026-12-07 (rule nine, interval audits 49-54, adopted for mrc and this anchor together)
     # and with rule ten's young window by reach and its two guards at 57 s or more since 2026-12-08 (rule eleven,
     # interval audits 63-68, adopted for mrc and this anchor together)
+    # and with a payback horizon of at least three intervals since 2026-12-08 (rule twelve, interval audits 69-73,
+    # adopted for mrc and this anchor together)
     assert run_with == art.train_env_config.mrc.anchor.model_copy(
         update={"free_shrink_min_gets": 1500.0, "cold_return_waits": True, "regrow_guard": True,
                 "fill_amortized": True, "gets_floor_smoothing": 0.01, "budget_policy_gain": 0.01,
                 "budget_min_weight": 100.0, "budget_quick_intervals": 30, "hysteresis_growth": 0.01,
                 "cold_growth_intervals": 10, "size_shortfall": 0.05, "shrink_band_cap_misses": 0.01,
                 "reference_interval_s": "auto", "fill_pending_shrink_from_s": 57.0, "cold_growth_reach": 2.0,
-                "cold_growth_rebase": True, "cold_growth_heeds_optimum": True, "cold_growth_reach_from_s": 57.0})
+                "cold_growth_rebase": True, "cold_growth_heeds_optimum": True, "cold_growth_reach_from_s": 57.0,
+                "payback_min_intervals": 3.0})
     assert run_with == MRCControlSettings()
     # trained and run with the growing curve window, which the recipe pins too
     assert shipped.env.mrc.half_life_growth == art.env_config.mrc.half_life_growth == 0.5

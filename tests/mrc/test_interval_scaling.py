@@ -67,6 +67,7 @@ def test_payback_min_intervals_floors_the_scaled_payback_at_long_intervals() -> 
         assert on.scaled_to(iv).payback_intervals == pytest.approx(off.scaled_to(iv).payback_intervals)
     assert on.scaled_to(300.0).model_copy(update={"payback_intervals": 1.0, "payback_min_intervals": None}) == (
         off.scaled_to(300.0))  # nothing else moves
+    assert MRCControlSettings().payback_min_intervals == 3.0  # the rule ships with it (rule twelve, 2026-12-08)
 
 
 def test_the_rule_scales_to_the_interval_it_is_given() -> None:
