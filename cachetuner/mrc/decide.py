@@ -157,11 +157,11 @@ class MRCDecider:
         if self._warm:
             return False
         n, reach = self.rule.cold_growth_intervals, self.rule.cold_growth_reach
-        if not self._rule_ten():
+        if not self._reach_in_force():
             reach = None
         return (n is not None and self._seen <= n) or (reach is not None and self._gets_seen < reach * self._keys)
 
-    def _rule_ten(self) -> bool:
+    def _reach_in_force(self) -> bool:
         """Whether ``cold_growth_reach``, ``cold_growth_rebase`` and ``cold_growth_heeds_optimum`` act at the interval
         in force (``cold_growth_reach_from_s``: only at decisions that far apart, and not when the interval is not
         known)."""
@@ -207,7 +207,7 @@ class MRCDecider:
         self.last = cc
         if not cc.cost:
             return cur
-        if s.cold_growth_heeds_optimum and self._rule_ten():  # an opt-in: no readiness check on every decision when off
+        if s.cold_growth_heeds_optimum and self._reach_in_force():  # an opt-in: no readiness check on every decision when off
             heed = s.shrink_min_weight if s.cold_growth_heeds_weight is None else s.cold_growth_heeds_weight
             self._opt_below = curves.ready(heed) and cc.best_size <= cur.maxmemory
         best_policy = cc.best_policy
@@ -394,7 +394,7 @@ class MRCDecider:
         if (not s.cold_growth or self.fill is None or late or not cur.maxmemory_policy.startswith("allkeys-")
                 or snap.hits * prices.miss < prices.memory_cost(cur.maxmemory)):
             return cur
-        if self._cold_base is None or (s.cold_growth_rebase and self._rule_ten() and self._was_ready):
+        if self._cold_base is None or (s.cold_growth_rebase and self._reach_in_force() and self._was_ready):
             self._cold_base = cur.maxmemory  # once the curves are ready, a size the rule held on them is the status quo
         return cur.evolve(maxmemory=space.clip(s.cold_growth * max(cur.maxmemory, self.fill.need(snap))))
 

@@ -94,8 +94,8 @@ class MRCControlSettings(BaseModel):
         "gross gain), and at 300 s the rule held a cache far below a predicted optimum (orm-night with LLM sizes at 30 "
         "req/s, `scaled`: 14 MiB held for 40 intervals against a predicted optimum of 39-46 MiB 13-19 % cheaper; "
         "regret 9.2 %). 3 = the interval that refills and two to repay it; it changes nothing at 100 s or less. "
-        "Adopted 2026-12-08 by rule twelve, written before its runs (docs/control.md: on 70 fresh cells at 120 and 300 s -0.13 pp for mrc and the policy, 300 s -0.22 pp). null = off (the "
-        "scaled count, at least one)"
+        "Adopted 2026-12-08 by rule twelve, written before its runs: on 70 fresh cells at 120 and 300 s mean regret "
+        "-0.13 pp for mrc and the policy, 300 s -0.22 pp (docs/control.md). null = off (the scaled count, at least one)"
     )
     min_weight: float = Field(
         500.0, ge=0, description="windowed GETs every curve point accounts for (its evidence) before acting: long reuse "
